@@ -1,0 +1,174 @@
+"""Export openai-whisper's PyTorch model to OpenVINO IR, and keep the result in an on-disk cache.
+
+Two IR models per checkpoint:
+
+- encoder.xml: mel (B, n_mels, 3000) -> audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, d/heads).
+  The cross-attention keys/values of every decoder layer depend only on the audio, so they are computed here,
+  once per 30-second window, instead of once per generated token.
+- decoder.xml: tokens (B, T), beam_idx (B,), logit_pos (K,), cross_{k,v}_i and past_{k,v}_i (B, heads, P, d/heads)
+  per layer -> logits (B, K, vocab) at positions logit_pos and present_{k,v}_i (B, heads, P + T, d/heads). The self-attention cache is explicit:
+  each step's `present` tensors are bound as the next step's `past` inputs (see pipeline/model.py), and
+  `beam_idx` reorders them for beam search.
+
+The cache lives under SUBTITLE_CACHE_DIR (default: the user's cache directory), in a folder named by checkpoint
+identity and export settings. An export is written to a temporary folder and renamed into place, so an
+interrupted export never leaves a broken cache entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from whisper.model import Whisper
+
+from convert.checkpoints import Checkpoint
+
+EXPORT_VERSION = 1  # bump when the IR layout changes, so old cache entries are not reused
+FILES = ("encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin", "model.json")
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    compress_to_fp16: bool = True  # store weights as f16 in the .bin (half the size; CPU still computes in f32)
+
+
+def cache_root() -> Path:
+    """SUBTITLE_CACHE_DIR, else $XDG_CACHE_HOME/subtitle-generator, else ~/.cache/subtitle-generator."""
+    if env := os.environ.get("SUBTITLE_CACHE_DIR"):
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "subtitle-generator"
+
+
+def ensure_ir(
+    checkpoint: Checkpoint,
+    options: ExportOptions = ExportOptions(),
+    progress: Callable[[str], None] = lambda message: None,
+) -> Path:
+    """Return the cache folder holding the IR for `checkpoint`, exporting it first if it is not there yet."""
+    key = f"{checkpoint.identity}-v{EXPORT_VERSION}-{'f16' if options.compress_to_fp16 else 'f32'}"
+    target = cache_root() / key
+    if all((target / name).is_file() for name in FILES):
+        return target
+    progress(f"Preparing {checkpoint.description} for OpenVINO (first run only)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
+    try:
+        export(checkpoint.load(), tmp, options)
+        if target.exists():  # a broken entry (files missing): replace it
+            shutil.rmtree(target)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not all((target / name).is_file() for name in FILES):  # not simply a concurrent export that won
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) -> None:
+    """Convert `model` to encoder.xml/decoder.xml (+ .bin) and model.json (dims, alignment heads) in `out`."""
+    import openvino as ov
+
+    model = model.float().eval()
+    dims = model.dims
+    with torch.no_grad():
+        mel = torch.zeros(1, dims.n_mels, 3000)
+        encoder = ov.convert_model(_Encoder(model), example_input=(mel,), input=[((-1, dims.n_mels, 3000), ov.Type.f32)])
+        encoder.outputs[0].get_tensor().set_names({"audio_features"})
+        encoder.outputs[1].get_tensor().set_names({"cross_kv"})
+        ov.save_model(encoder, out / "encoder.xml", compress_to_fp16=options.compress_to_fp16)
+
+        layers, heads, hs = dims.n_text_layer, dims.n_text_head, dims.n_text_state // dims.n_text_head
+        names = ["tokens", "beam_idx", "logit_pos"]
+        names += [f"cross_{kv}_{i}" for i in range(layers) for kv in "kv"]
+        names += [f"past_{kv}_{i}" for i in range(layers) for kv in "kv"]
+        shapes = [(-1, -1), (-1,), (-1,)] + [(-1, heads, dims.n_audio_ctx, hs)] * 2 * layers + [(-1, heads, -1, hs)] * 2 * layers
+        example = [torch.tensor([[50258, 50259, 50359]]), torch.zeros(1, dtype=torch.int64), torch.tensor([0, 2])]
+        example += [torch.zeros(1, heads, dims.n_audio_ctx, hs)] * 2 * layers + [torch.zeros(1, heads, 2, hs)] * 2 * layers
+        types = [ov.Type.i64] * 3 + [ov.Type.f32] * 4 * layers
+        decoder = ov.convert_model(_Decoder(model), example_input=tuple(example), input=list(zip(shapes, types)))
+        for port, name in zip(decoder.inputs, names):
+            port.get_tensor().set_names({name})
+        outputs = ["logits"] + [f"present_{kv}_{i}" for i in range(layers) for kv in "kv"]
+        for port, name in zip(decoder.outputs, outputs):
+            port.get_tensor().set_names({name})
+        ov.save_model(decoder, out / "decoder.xml", compress_to_fp16=options.compress_to_fp16)
+
+    heads = model.alignment_heads.to_dense().nonzero().tolist()
+    info = {"dims": asdict(dims), "alignment_heads": heads, "export": asdict(options), "version": EXPORT_VERSION}
+    (out / "model.json").write_text(json.dumps(info, indent=1))
+
+
+def _heads(x: Tensor, n_head: int) -> Tensor:
+    b, t, d = x.shape
+    return x.view(b, t, n_head, d // n_head).transpose(1, 2)  # (B, T, d) -> (B, nh, T, hs)
+
+
+class _Encoder(nn.Module):
+    def __init__(self, model: Whisper):
+        super().__init__()
+        self.encoder = model.encoder
+        self.blocks = model.decoder.blocks
+        self.n_head = model.dims.n_text_head
+
+    def forward(self, mel: Tensor) -> tuple[Tensor, Tensor]:
+        x = self.encoder(mel)  # (B, S, d)
+        scale = (x.shape[-1] // self.n_head) ** -0.5
+        kv = []
+        for b in self.blocks:
+            # keys transposed and pre-scaled so the decoder's cross-attention is two plain matmuls per step
+            k = _heads(b.cross_attn.key(x), self.n_head).transpose(2, 3) * scale  # (B, nh, hs, S)
+            v = _heads(b.cross_attn.value(x), self.n_head)  # (B, nh, S, hs)
+            kv.append(torch.stack([k.reshape(v.shape), v], dim=1))  # (B, 2, nh, S, hs); k's rows are (hs, S)
+        return x, torch.stack(kv, dim=1)  # (B, L, 2, nh, S, hs)
+
+
+class _Decoder(nn.Module):
+    """One decoding step. Inputs and outputs are per layer, in head layout, so the IR never slices or transposes
+    the caches (both showed up as the top costs in OpenVINO's per-node profile)."""
+
+    def __init__(self, model: Whisper):
+        super().__init__()
+        self.decoder = model.decoder
+        self.n_head = model.dims.n_text_head
+
+    def forward(self, tokens: Tensor, beam_idx: Tensor, logit_pos: Tensor, *kv: Tensor) -> tuple[Tensor, ...]:
+        # logit_pos: the token positions whose logits are returned (whisper reads only the SOT and the last one,
+        #   and the vocabulary projection is the costliest matmul, so a long prompt must not pay it per token)
+        # kv: cross_k_0, cross_v_0, ..., cross_v_{L-1} (k as (B, nh, hs, S), pre-scaled by hs**-0.5),
+        #     past_k_0, past_v_0, ..., past_v_{L-1} (B, nh, P, hs)
+        dec, n_layer = self.decoder, len(self.decoder.blocks)
+        cross, past = kv[: 2 * n_layer], kv[2 * n_layer :]
+        offset, t = past[0].shape[2], tokens.shape[1]
+        x = dec.token_embedding(tokens) + dec.positional_embedding[offset : offset + t]  # (B, T, d)
+        # query i (at position offset + i) sees keys 0 .. offset + i
+        mask = torch.arange(offset + t)[None, :] <= (torch.arange(t) + offset)[:, None]  # (T, P + T)
+        presents = []
+        for i, block in enumerate(dec.blocks):
+            h = block.attn_ln(x)
+            # beam_idx reorders the cache after a beam-search step (identity otherwise)
+            k = torch.cat([past[2 * i].index_select(0, beam_idx), _heads(block.attn.key(h), self.n_head)], dim=2)
+            v = torch.cat([past[2 * i + 1].index_select(0, beam_idx), _heads(block.attn.value(h), self.n_head)], dim=2)
+            presents += [k, v]  # (B, nh, P + T, hs)
+            y = F.scaled_dot_product_attention(_heads(block.attn.query(h), self.n_head), k, v, attn_mask=mask)
+            x = x + block.attn.out(y.transpose(1, 2).flatten(2))
+            h = block.cross_attn_ln(x)
+            q = _heads(block.cross_attn.query(h), self.n_head)
+            k_t = cross[2 * i].reshape(q.shape[0], self.n_head, q.shape[-1], -1)  # (B, nh, hs, S)
+            y = torch.softmax(q @ k_t, dim=-1) @ cross[2 * i + 1]  # (B, nh, T, hs)
+            x = x + block.cross_attn.out(y.transpose(1, 2).flatten(2))
+            x = x + block.mlp(block.mlp_ln(x))
+        x = x.index_select(1, logit_pos)  # (B, K, d)
+        logits = dec.ln(x) @ dec.token_embedding.weight.T  # (B, K, vocab)
+        return (logits, *presents)

@@ -1,0 +1,1 @@
+"""Subtitle generation: audio extraction, OpenVINO Whisper inference, subtitle writing."""

@@ -1,0 +1,192 @@
+"""Whisper on OpenVINO: compiled encoder/decoder IR behind openai-whisper's own decoding code.
+
+`OVWhisper` offers the parts of openai-whisper's `Whisper` that `whisper.decoding` uses (`dims`,
+`is_multilingual`, `num_languages`, `encoder`, `logits`, `detect_language`, `decode`), so whisper's
+`DecodingTask` (timestamp rules, token suppression, greedy/beam search, no-speech probability) drives our IR
+unchanged. The only seam is `Inference`, the small class whisper uses for the KV-cached forward pass:
+`OVInference` implements it on the decoder IR. No PyTorch model runs here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import torch
+from whisper.decoding import DecodingOptions, DecodingResult, DecodingTask, Inference
+from whisper.decoding import detect_language as whisper_detect_language
+from whisper.model import ModelDimensions
+from whisper.tokenizer import Tokenizer
+
+from convert.checkpoints import resolve_checkpoint
+from convert.export import ExportOptions, ensure_ir
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    model: str = "base"  # a name (tiny … large-v3, turbo), a .pt file, or a faster-whisper directory
+    precision: str = "f32"  # OpenVINO CPU inference precision: "f32", or "bf16" on CPUs that have it
+    threads: int = 0  # CPU threads for inference; 0 lets OpenVINO choose
+    compress_to_fp16: bool = True  # store IR weights as f16 (half the disk; still computed in `precision`)
+
+
+class OVWhisper:
+    """Whisper encoder + decoder compiled for the OpenVINO CPU plugin."""
+
+    def __init__(self, ir_dir: Path, options: ModelOptions = ModelOptions()):
+        info = json.loads((ir_dir / "model.json").read_text())
+        self.dims = ModelDimensions(**info["dims"])
+        self.alignment_heads: list[list[int]] = info["alignment_heads"]
+        self.ir_dir = ir_dir
+        config = {"INFERENCE_PRECISION_HINT": options.precision, "PERFORMANCE_HINT": "LATENCY"}
+        if options.threads:
+            config["INFERENCE_NUM_THREADS"] = options.threads
+        core = ov.Core()
+        self.encoder_model = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
+        self.decoder = _CompiledDecoder(core.compile_model(ir_dir / "decoder.xml", "CPU", config))
+        self._encoder_request = self.encoder_model.create_infer_request()
+        self.device = torch.device("cpu")  # whisper.decoding moves tensors to model.device
+
+    @property
+    def is_multilingual(self) -> bool:
+        return self.dims.n_vocab >= 51865
+
+    @property
+    def num_languages(self) -> int:
+        return self.dims.n_vocab - 51765 - int(self.is_multilingual)
+
+    def encoder(self, mel: torch.Tensor) -> torch.Tensor:
+        """mel (B, n_mels, 3000) -> cross-attention keys/values of all decoder layers.
+
+        whisper.decoding calls this "audio features" and only passes it on to `Inference.logits`. The IR's
+        (B, L, 2, heads, 1500, hs) output is reshaped (no copy) to (B, 2L, 1500, d) because whisper's
+        detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state).
+        """
+        _, cross_kv = self.encode(mel.numpy())
+        b = cross_kv.shape[0]
+        return torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
+
+    def encode(self, mel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Both encoder outputs: audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, hs)."""
+        self._encoder_request.infer({0: mel})
+        req = self._encoder_request
+        return req.get_tensor("audio_features").data.copy(), req.get_tensor("cross_kv").data.copy()
+
+    def logits(self, tokens: torch.Tensor, cross_kv: torch.Tensor) -> torch.Tensor:
+        """Uncached forward pass over the whole token sequence (whisper's language detection uses it)."""
+        inference = OVInference(self, tokens.shape[-1])
+        return inference.logits(tokens, cross_kv)
+
+    def detect_language(self, mel_or_cross_kv: torch.Tensor, tokenizer: Tokenizer | None = None):
+        if mel_or_cross_kv.ndim == 2:
+            mel_or_cross_kv = mel_or_cross_kv[None]
+        if mel_or_cross_kv.ndim == 3:  # a mel spectrogram: encode it first (whisper would skip only (1500, d) input)
+            mel_or_cross_kv = self.encoder(mel_or_cross_kv)
+        return whisper_detect_language(self, mel_or_cross_kv, tokenizer)
+
+    def decode(self, mel: torch.Tensor, options: DecodingOptions = DecodingOptions()) -> DecodingResult | list[DecodingResult]:
+        """whisper.decode, run on OpenVINO: one 30-second window (or a batch of them)."""
+        single = mel.ndim == 2
+        if single:
+            mel = mel.unsqueeze(0)
+        with torch.no_grad():
+            result = OVDecodingTask(self, options).run(mel)
+        return result[0] if single else result
+
+
+class _CompiledDecoder:
+    """The compiled decoder IR. `blocks` is empty because whisper's DecodingTask.__init__ builds a PyTorchInference
+    (which lists the PyTorch blocks) before OVDecodingTask replaces it."""
+
+    blocks = ()
+
+    def __init__(self, compiled: ov.CompiledModel):
+        self.compiled = compiled
+
+
+class OVDecodingTask(DecodingTask):
+    """whisper's DecodingTask with its forward pass on OpenVINO; every decoding rule is whisper's own."""
+
+    def __init__(self, model: OVWhisper, options: DecodingOptions):
+        super().__init__(model, options)
+        self.inference = OVInference(model, len(self.initial_tokens), self.sot_index)
+        if options.beam_size is not None:
+            self.decoder.inference = self.inference  # BeamSearchDecoder keeps its own reference
+
+
+class OVInference(Inference):
+    """The decoder IR with an explicit self-attention KV cache.
+
+    The first call runs the whole prompt; later calls run only the newest token. Each step's `present_*` output
+    tensors are bound as the next step's `past_*` inputs without passing through numpy, and the cross-attention
+    keys/values, computed by the encoder once per window, are bound once.
+    """
+
+    def __init__(self, model: OVWhisper, initial_token_length: int, sot_index: int = 0):
+        self.model = model
+        self.initial_token_length = initial_token_length
+        self.sot_index = sot_index
+        self.request = model.decoder.compiled.create_infer_request()
+        self.n_layer = model.dims.n_text_layer
+        self._started = False
+        self._beam_idx: np.ndarray | None = None
+
+    def logits(self, tokens: torch.Tensor, cross_kv: torch.Tensor) -> torch.Tensor:
+        """(B, T, vocab) logits, as whisper expects; after the first step T is 1.
+
+        On the first step only the rows whisper reads are computed: the SOT position (no-speech probability) and
+        the last one. The other rows are left uninitialised, which is safe because DecodingTask never reads them.
+        """
+        req, n_batch = self.request, tokens.shape[0]
+        if not self._started:
+            dims = self.model.dims
+            heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
+            kv = cross_kv.numpy().reshape(-1, self.n_layer, 2, heads, dims.n_audio_ctx, hs)
+            if kv.shape[0] != n_batch:  # whisper repeats the tokens, not the audio, for beam search / best-of
+                kv = np.repeat(kv, n_batch // kv.shape[0], axis=0)
+            empty = np.zeros((n_batch, heads, 0, hs), np.float32)
+            for i in range(self.n_layer):
+                for j, name in enumerate("kv"):
+                    req.set_tensor(f"cross_{name}_{i}", ov.Tensor(np.ascontiguousarray(kv[:, i, j])))
+                    req.set_tensor(f"past_{name}_{i}", ov.Tensor(empty))
+            self._started = True
+        else:
+            tokens = tokens[:, -1:]  # only the newest token after the first forward pass
+            for i in range(self.n_layer):
+                for name in "kv":
+                    # The CPU plugin allocates fresh output memory for each dynamic-shape inference, so binding the
+                    # output tensor as the next input is safe (checked step by step in tests/test_openvino.py).
+                    req.set_tensor(f"past_{name}_{i}", req.get_tensor(f"present_{name}_{i}"))
+        beam_idx = self._beam_idx if self._beam_idx is not None else np.arange(n_batch, dtype=np.int64)
+        self._beam_idx = None
+        req.set_tensor("tokens", ov.Tensor(np.ascontiguousarray(tokens.numpy(), dtype=np.int64)))
+        positions = sorted({self.sot_index, tokens.shape[-1] - 1}) if tokens.shape[-1] > 1 else [0]
+        req.set_tensor("beam_idx", ov.Tensor(beam_idx))
+        req.set_tensor("logit_pos", ov.Tensor(np.asarray(positions, dtype=np.int64)))
+        req.infer()
+        computed = torch.from_numpy(req.get_tensor("logits").data)  # (B, len(positions), vocab)
+        if tokens.shape[-1] == 1:
+            return computed.clone()
+        logits = torch.empty(n_batch, tokens.shape[-1], computed.shape[-1])  # untouched pages cost nothing
+        logits[:, positions] = computed
+        return logits
+
+    def rearrange_kv_cache(self, source_indices) -> None:
+        if list(source_indices) != list(range(len(source_indices))):
+            self._beam_idx = np.asarray(source_indices, dtype=np.int64)
+
+    def cleanup_caching(self) -> None:
+        self.request = self.model.decoder.compiled.create_infer_request()  # drop the cache tensors
+        self._started = False
+        self._beam_idx = None
+
+
+def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
+    """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
+    checkpoint = resolve_checkpoint(options.model)
+    ir_dir = ensure_ir(checkpoint, ExportOptions(compress_to_fp16=options.compress_to_fp16), progress)
+    progress(f"Loading {checkpoint.description}")
+    return OVWhisper(ir_dir, options)
