@@ -23,14 +23,15 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from whisper.model import Whisper
 
-from convert.checkpoints import Checkpoint
+if TYPE_CHECKING:
+    from convert.checkpoints import Checkpoint
 
 EXPORT_VERSION = 1  # bump when the IR layout changes, so old cache entries are not reused
 FILES = ("encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin", "model.json")

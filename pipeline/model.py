@@ -21,9 +21,6 @@ from whisper.decoding import detect_language as whisper_detect_language
 from whisper.model import ModelDimensions
 from whisper.tokenizer import Tokenizer
 
-from convert.checkpoints import resolve_checkpoint
-from convert.export import ExportOptions, ensure_ir
-
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -186,6 +183,10 @@ class OVInference(Inference):
 
 def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
     """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
+    # imported here: convert/ imports pipeline.errors, so a module-level import would be circular
+    from convert.checkpoints import resolve_checkpoint
+    from convert.export import ExportOptions, ensure_ir
+
     checkpoint = resolve_checkpoint(options.model)
     ir_dir = ensure_ir(checkpoint, ExportOptions(compress_to_fp16=options.compress_to_fp16), progress)
     progress(f"Loading {checkpoint.description}")

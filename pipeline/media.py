@@ -1,0 +1,77 @@
+"""Media in: probing a file and decoding its audio to 16 kHz mono float32 with the ffmpeg from imageio-ffmpeg.
+
+imageio-ffmpeg (a moviepy dependency) ships a static ffmpeg built with libass, so no system ffmpeg is needed.
+It ships no ffprobe, so probing reads ffmpeg's own stream listing.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import imageio_ffmpeg
+import numpy as np
+
+from pipeline.errors import SubtitleError
+
+SAMPLE_RATE = 16000  # Whisper's input rate
+_DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
+_STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): ")
+
+
+def ffmpeg_exe() -> str:
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    duration: float | None  # seconds, None when the container does not say
+    has_audio: bool
+    has_video: bool
+
+
+def probe(path: Path) -> MediaInfo:
+    """What is in a media file, from `ffmpeg -i` (which exits non-zero because no output is given)."""
+    path = _existing(path)
+    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], capture_output=True, timeout=60)
+    stderr = proc.stderr.decode("utf-8", "replace")
+    kinds = {m.group(1) for m in _STREAM.finditer(stderr)}
+    if not kinds:
+        raise SubtitleError(f"{path.name} is not a media file ffmpeg can read ({_last_line(stderr)})")
+    duration = None
+    if m := _DURATION.search(stderr):
+        h, mi, s = m.groups()
+        duration = int(h) * 3600 + int(mi) * 60 + float(s)
+    return MediaInfo(duration, "Audio" in kinds, "Video" in kinds)
+
+
+def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """Decode the first audio stream to mono float32 in [-1, 1] at `sample_rate`.
+
+    ffmpeg skips the video stream entirely (-vn) and writes raw PCM to a pipe, so video frames are never decoded
+    and never held in memory.
+    """
+    path = _existing(path)
+    cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-threads", "0", "-i", str(path),
+           "-map", "0:a:0", "-vn", "-sn", "-dn", "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True)
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", "replace")
+        if "matches no streams" in stderr:
+            raise SubtitleError(f"{path.name} has no audio track: choose a file with sound")
+        raise SubtitleError(f"ffmpeg cannot read {path.name} ({_last_line(stderr)}): is it a video or audio file?")
+    return np.frombuffer(proc.stdout, np.int16).astype(np.float32) / 32768.0
+
+
+def _existing(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise SubtitleError(f"{path} does not exist or is not a file")
+    return path
+
+
+def _last_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"

@@ -1,0 +1,91 @@
+"""Subtitle files from segments: SRT, WebVTT, plain text, JSON. Pure functions, text in, text out.
+
+Every writer first passes the segments through `clean_cues`, which guarantees what players and editors rely on:
+cues are in order, never go backwards, never overlap, never pass the end of the media, and have text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from typing import Iterable, Sequence
+
+from pipeline.transcribe import Segment
+
+FORMATS = ("srt", "vtt", "txt", "json")
+
+
+def format_timestamp(seconds: float | None, separator: str = ",") -> str:
+    """HH:MM:SS,mmm (SRT) or HH:MM:SS.mmm (VTT); hours are not limited to two digits."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        seconds = 0.0
+    ms = round(seconds * 1000)
+    h, ms = divmod(ms, 3_600_000)
+    m, ms = divmod(ms, 60_000)
+    s, ms = divmod(ms, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}{separator}{ms:03d}"
+
+
+def clean_cues(segments: Iterable[Segment], duration: float | None = None) -> list[Segment]:
+    """Drop empty cues; clamp to [0, duration]; make starts non-decreasing and ends not past the next start."""
+    out: list[Segment] = []
+    for seg in segments:
+        text = " ".join(seg.text.split())
+        if not text:
+            continue
+        start = max(seg.start, out[-1].start if out else 0.0, 0.0)
+        end = seg.end if seg.end is not None and math.isfinite(seg.end) else start
+        if duration is not None:
+            start, end = min(start, duration), min(end, duration)
+        if out and out[-1].end > start:  # overlap: the earlier cue gives way
+            out[-1] = replace(out[-1], end=start)
+            if out[-1].end <= out[-1].start:
+                out.pop()
+        if end <= start:
+            continue
+        out.append(replace(seg, start=start, end=end, text=text))
+    return out
+
+
+def to_srt(segments: Sequence[Segment], duration: float | None = None) -> str:
+    blocks = [
+        f"{i}\n{format_timestamp(s.start)} --> {format_timestamp(s.end)}\n{s.text}\n"
+        for i, s in enumerate(clean_cues(segments, duration), start=1)
+    ]
+    return "\n".join(blocks)
+
+
+def to_vtt(segments: Sequence[Segment], duration: float | None = None) -> str:
+    blocks = [
+        f"{format_timestamp(s.start, '.')} --> {format_timestamp(s.end, '.')}\n{s.text}\n"
+        for s in clean_cues(segments, duration)
+    ]
+    return "WEBVTT\n\n" + "\n".join(blocks)
+
+
+def to_txt(segments: Sequence[Segment], duration: float | None = None) -> str:
+    return "".join(f"{s.text}\n" for s in clean_cues(segments, duration))
+
+
+def to_json(segments: Sequence[Segment], language: str, duration: float) -> str:
+    cues = []
+    for s in clean_cues(segments, duration):
+        cue = {"start": s.start, "end": s.end, "text": s.text}
+        if s.words is not None:
+            cue["words"] = [{"start": w.start, "end": w.end, "word": w.word, "probability": w.probability} for w in s.words]
+        cues.append(cue)
+    return json.dumps({"language": language, "duration": duration, "segments": cues}, ensure_ascii=False, indent=1) + "\n"
+
+
+def render(fmt: str, segments: Sequence[Segment], language: str, duration: float) -> str:
+    """The text of one subtitle file in format `fmt` (one of FORMATS)."""
+    if fmt == "srt":
+        return to_srt(segments, duration)
+    if fmt == "vtt":
+        return to_vtt(segments, duration)
+    if fmt == "txt":
+        return to_txt(segments, duration)
+    if fmt == "json":
+        return to_json(segments, language, duration)
+    raise ValueError(f"unknown subtitle format {fmt!r}")
