@@ -16,9 +16,10 @@ import io
 import json
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -48,7 +49,9 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
     if path.is_dir():
         model_bin = path / "model.bin"
         if not model_bin.is_file():
-            raise SubtitleError(f"{spec} is a directory without model.bin: pass a faster-whisper/CTranslate2 model directory")
+            raise SubtitleError(
+                f"{spec} is a directory without model.bin: pass a faster-whisper/CTranslate2 model directory"
+            )
         return _ct2_checkpoint([model_bin], path / "config.json", description=str(path))
     if path.is_file():
         if path.suffix == ".bin":
@@ -173,7 +176,9 @@ def _read_ct2(parts: list[Path]) -> tuple[dict[str, np.ndarray | str], str]:
                 alias = _string(f)
                 variables[alias] = _string(f)
     except (OSError, ValueError, IndexError, struct.error, UnicodeDecodeError) as e:
-        raise SubtitleError(f"Cannot read {parts[0]} as a CTranslate2 model ({e}): the file is damaged or not a model") from e
+        raise SubtitleError(
+            f"Cannot read {parts[0]} as a CTranslate2 model ({e}): the file is damaged or not a model"
+        ) from e
     return variables, spec_name
 
 

@@ -21,9 +21,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -85,7 +86,9 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
     dims = model.dims
     with torch.no_grad():
         mel = torch.zeros(1, dims.n_mels, 3000)
-        encoder = ov.convert_model(_Encoder(model), example_input=(mel,), input=[((-1, dims.n_mels, 3000), ov.Type.f32)])
+        encoder = ov.convert_model(
+            _Encoder(model), example_input=(mel,), input=[((-1, dims.n_mels, 3000), ov.Type.f32)]
+        )
         encoder.outputs[0].get_tensor().set_names({"audio_features"})
         encoder.outputs[1].get_tensor().set_names({"cross_kv"})
         ov.save_model(encoder, out / "encoder.xml", compress_to_fp16=options.compress_to_fp16)
@@ -94,9 +97,15 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
         names = ["tokens", "beam_idx", "logit_pos"]
         names += [f"cross_{kv}_{i}" for i in range(layers) for kv in "kv"]
         names += [f"past_{kv}_{i}" for i in range(layers) for kv in "kv"]
-        shapes = [(-1, -1), (-1,), (-1,)] + [(-1, heads, dims.n_audio_ctx, hs)] * 2 * layers + [(-1, heads, -1, hs)] * 2 * layers
+        shapes = (
+            [(-1, -1), (-1,), (-1,)]
+            + [(-1, heads, dims.n_audio_ctx, hs)] * 2 * layers
+            + [(-1, heads, -1, hs)] * 2 * layers
+        )
         example = [torch.tensor([[50258, 50259, 50359]]), torch.zeros(1, dtype=torch.int64), torch.tensor([0, 2])]
-        example += [torch.zeros(1, heads, dims.n_audio_ctx, hs)] * 2 * layers + [torch.zeros(1, heads, 2, hs)] * 2 * layers
+        example += [torch.zeros(1, heads, dims.n_audio_ctx, hs)] * 2 * layers + [
+            torch.zeros(1, heads, 2, hs)
+        ] * 2 * layers
         types = [ov.Type.i64] * 3 + [ov.Type.f32] * 4 * layers
         decoder = ov.convert_model(_Decoder(model), example_input=tuple(example), input=list(zip(shapes, types)))
         for port, name in zip(decoder.inputs, names):

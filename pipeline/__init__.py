@@ -1,9 +1,9 @@
 """Subtitles for video: audio extraction, Whisper on OpenVINO, subtitle files.
 
-    from pipeline import load_model, subtitle_file
-    model = load_model()
-    result = subtitle_file("talk.mp4", model)     # SubtitleResult: segments, info
-    segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
+from pipeline import load_model, subtitle_file
+model = load_model()
+result = subtitle_file("talk.mp4", model)     # SubtitleResult: segments, info
+segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
 """
 
 from pipeline.errors import SubtitleError

@@ -23,10 +23,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="video or audio files")
     p.add_argument("--output-dir", "-o", type=Path, default=Path("."), help="where DIR/<input stem>.<ext> is written")
     p.add_argument("--format", "-f", default="srt", help=f"comma-separated: {','.join(FORMATS)}")
-    p.add_argument("--model", "-m", default="base", help="model name (tiny … large-v3, turbo), .pt file, or faster-whisper directory")
-    p.add_argument("--language", "-l", default="auto", help="spoken language: auto, or a code/name such as en, de, Spanish")
-    p.add_argument("--task", choices=("transcribe", "translate"), default="transcribe", help="translate gives English text")
-    p.add_argument("--beam-size", type=int, default=TranscribeOptions.beam_size, help="beam width; 1 for greedy (faster)")
+    p.add_argument(
+        "--model",
+        "-m",
+        default="base",
+        help="model name (tiny … large-v3, turbo), .pt file, or faster-whisper directory",
+    )
+    p.add_argument(
+        "--language", "-l", default="auto", help="spoken language: auto, or a code/name such as en, de, Spanish"
+    )
+    p.add_argument(
+        "--task", choices=("transcribe", "translate"), default="transcribe", help="translate gives English text"
+    )
+    p.add_argument(
+        "--beam-size", type=int, default=TranscribeOptions.beam_size, help="beam width; 1 for greedy (faster)"
+    )
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -56,13 +67,17 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{path.name}: transcribing")
 
             def show(segment, duration):
-                say(f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}"
-                    f"  ({100 * min(segment.end / max(duration, 1e-9), 1):.0f}%)")
+                say(
+                    f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}"
+                    f"  ({100 * min(segment.end / max(duration, 1e-9), 1):.0f}%)"
+                )
 
             result = subtitle_file(path, model, options, on_segment=show)
             for written in write_outputs(result, formats, args.output_dir, path.stem):
                 say(f"{path.name}: wrote {written}")
-            say(f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s")
+            say(
+                f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s"
+            )
     except SubtitleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -84,7 +84,9 @@ class OVWhisper:
             mel_or_cross_kv = self.encoder(mel_or_cross_kv)
         return whisper_detect_language(self, mel_or_cross_kv, tokenizer)
 
-    def decode(self, mel: torch.Tensor, options: DecodingOptions = DecodingOptions()) -> DecodingResult | list[DecodingResult]:
+    def decode(
+        self, mel: torch.Tensor, options: DecodingOptions = DecodingOptions()
+    ) -> DecodingResult | list[DecodingResult]:
         """whisper.decode, run on OpenVINO: one 30-second window (or a batch of them)."""
         single = mel.ndim == 2
         if single:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Sequence
 
 from pipeline.transcribe import Segment
 
@@ -28,13 +28,19 @@ def format_timestamp(seconds: float | None, separator: str = ",") -> str:
 
 
 def clean_cues(segments: Iterable[Segment], duration: float | None = None) -> list[Segment]:
-    """Drop empty cues; clamp to [0, duration]; make starts non-decreasing and ends not past the next start."""
+    """Drop empty cues; clamp to [0, duration]; make starts non-decreasing and ends not past the next start.
+
+    A cue that starts inside the previous one cuts the previous one short; a cue that starts before the previous
+    one's start is moved after it.
+    """
     out: list[Segment] = []
     for seg in segments:
         text = " ".join(seg.text.split())
         if not text:
             continue
-        start = max(seg.start, out[-1].start if out else 0.0, 0.0)
+        start = max(seg.start, 0.0)
+        if out and start < out[-1].start:  # starts before the previous cue: it goes after it instead
+            start = out[-1].end
         end = seg.end if seg.end is not None and math.isfinite(seg.end) else start
         if duration is not None:
             start, end = min(start, duration), min(end, duration)
@@ -73,9 +79,13 @@ def to_json(segments: Sequence[Segment], language: str, duration: float) -> str:
     for s in clean_cues(segments, duration):
         cue = {"start": s.start, "end": s.end, "text": s.text}
         if s.words is not None:
-            cue["words"] = [{"start": w.start, "end": w.end, "word": w.word, "probability": w.probability} for w in s.words]
+            cue["words"] = [
+                {"start": w.start, "end": w.end, "word": w.word, "probability": w.probability} for w in s.words
+            ]
         cues.append(cue)
-    return json.dumps({"language": language, "duration": duration, "segments": cues}, ensure_ascii=False, indent=1) + "\n"
+    return (
+        json.dumps({"language": language, "duration": duration, "segments": cues}, ensure_ascii=False, indent=1) + "\n"
+    )
 
 
 def render(fmt: str, segments: Sequence[Segment], language: str, duration: float) -> str:

@@ -8,8 +8,8 @@ is a generator, so a progress bar or a web page can show each segment as soon as
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -93,7 +93,9 @@ def transcribe(
     language = normalize_language(options.language)
     if not model.is_multilingual and language not in (None, "en"):
         raise SubtitleError("This model is English-only: choose a multilingual model or language 'en'")
-    mel = log_mel_spectrogram(torch.from_numpy(np.ascontiguousarray(audio, np.float32)), model.dims.n_mels, padding=N_SAMPLES)
+    mel = log_mel_spectrogram(
+        torch.from_numpy(np.ascontiguousarray(audio, np.float32)), model.dims.n_mels, padding=N_SAMPLES
+    )
     content_frames = mel.shape[-1] - N_FRAMES
     duration = len(audio) / SAMPLE_RATE
 
@@ -117,7 +119,9 @@ def _segments(
     options: TranscribeOptions,
     progress: Callable[[float], None] | None,
 ) -> Iterator[Segment]:
-    tokenizer = get_tokenizer(model.is_multilingual, num_languages=model.num_languages, language=language, task=options.task)
+    tokenizer = get_tokenizer(
+        model.is_multilingual, num_languages=model.num_languages, language=language, task=options.task
+    )
     decode_options = DecodingOptions(
         task=options.task,
         language=language,
@@ -137,7 +141,9 @@ def _segments(
         time_offset = seek * HOP_LENGTH / SAMPLE_RATE
         segment_size = min(N_FRAMES, content_frames - seek)
         mel_segment = pad_or_trim(mel[:, seek : seek + segment_size], N_FRAMES)
-        result = _decode_with_fallback(model, mel_segment, replace(decode_options, prompt=all_tokens[prompt_reset_since:]), options)
+        result = _decode_with_fallback(
+            model, mel_segment, replace(decode_options, prompt=all_tokens[prompt_reset_since:]), options
+        )
         previous_seek = seek
 
         if _is_silence(result, options):
@@ -171,7 +177,9 @@ def _segments(
         assert seek > previous_seek, "the window loop must always advance"
 
 
-def _decode_with_fallback(model: OVWhisper, mel: torch.Tensor, base: DecodingOptions, options: TranscribeOptions) -> DecodingResult:
+def _decode_with_fallback(
+    model: OVWhisper, mel: torch.Tensor, base: DecodingOptions, options: TranscribeOptions
+) -> DecodingResult:
     """Decode at the lowest temperature whose result passes the quality thresholds (as whisper.transcribe does)."""
     result = None
     for t in options.temperatures:
@@ -180,7 +188,10 @@ def _decode_with_fallback(model: OVWhisper, mel: torch.Tensor, base: DecodingOpt
         else:  # deterministic: beam search (or greedy), no best-of
             decode_options = replace(base, temperature=t, best_of=None)
         result = model.decode(mel, decode_options)
-        too_repetitive = options.compression_ratio_threshold is not None and result.compression_ratio > options.compression_ratio_threshold
+        too_repetitive = (
+            options.compression_ratio_threshold is not None
+            and result.compression_ratio > options.compression_ratio_threshold
+        )
         too_unlikely = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
         if not (too_repetitive or too_unlikely) or _is_silence(result, options):
             break
@@ -195,7 +206,9 @@ def _is_silence(result: DecodingResult, options: TranscribeOptions) -> bool:
     return options.logprob_threshold is None or result.avg_logprob < options.logprob_threshold
 
 
-def _split_at_timestamps(tokens: list[int], timestamp_begin: int, segment_size: int) -> tuple[list[tuple[int, int, list[int]]], int]:
+def _split_at_timestamps(
+    tokens: list[int], timestamp_begin: int, segment_size: int
+) -> tuple[list[tuple[int, int, list[int]]], int]:
     """Split a window's tokens into (start_pos, end_pos, tokens) pieces at consecutive timestamp tokens.
 
     Returns the pieces and how many mel frames to advance: to the end of the window when the text ends with a

@@ -1,0 +1,83 @@
+"""Shared fixtures: real clips from tests/data, the embedded Whisper base as PyTorch and as OpenVINO IR.
+
+The IR is exported once per test session into a temporary cache, so tests never touch the user's cache.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+from pathlib import Path
+
+import jiwer
+import numpy as np
+import pytest
+from whisper.normalizers import EnglishTextNormalizer
+
+DATA = Path(__file__).parent / "data"
+ENGLISH = ["en_ls_2412-153948-0000", "en_ljs_LJ001-0001", "en_librivox_sas01_0870", "en_ls_61-70968-0000"]
+SPANISH = "es_mls_13697_11991_000000"
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict[str, dict[str, str]]:
+    with open(DATA / "manifest.tsv", encoding="utf-8") as f:
+        return {row["id"]: row for row in csv.DictReader(f, delimiter="\t")}
+
+
+def clip_path(clip_id: str) -> Path:
+    return next(DATA.glob(f"{clip_id}.*"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory) -> Path:
+    cache = tmp_path_factory.mktemp("model-cache")
+    old = os.environ.get("SUBTITLE_CACHE_DIR")
+    os.environ["SUBTITLE_CACHE_DIR"] = str(cache)
+    yield cache
+    if old is None:
+        os.environ.pop("SUBTITLE_CACHE_DIR", None)
+    else:
+        os.environ["SUBTITLE_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def torch_model():
+    from convert.checkpoints import resolve_checkpoint
+
+    return resolve_checkpoint("base").load()
+
+
+@pytest.fixture(scope="session")
+def ov_model(model_cache):
+    from pipeline.model import load_model
+
+    return load_model()
+
+
+@pytest.fixture(scope="session")
+def audio():
+    from pipeline.media import load_audio
+
+    cache: dict[str, np.ndarray] = {}
+
+    def get(clip_id: str) -> np.ndarray:
+        if clip_id not in cache:
+            cache[clip_id] = load_audio(clip_path(clip_id))
+        return cache[clip_id]
+
+    return get
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    normalize = EnglishTextNormalizer()
+    return jiwer.wer(normalize(reference), normalize(hypothesis))
+
+
+def ffmpeg(*args: str) -> None:
+    from pipeline.media import ffmpeg_exe
+
+    subprocess.run(
+        [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-nostdin", "-y", *args], check=True, timeout=300
+    )

@@ -1,0 +1,162 @@
+"""End to end on real speech: the CLI on an mp4 built from real clips, languages, silence, bad input, the IR cache."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import srt
+from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, wer
+
+from convert.checkpoints import Checkpoint, resolve_checkpoint
+from convert.export import ensure_ir
+from pipeline import SubtitleError, TranscribeOptions, subtitle_file, transcribe
+from pipeline.media import ffmpeg_exe
+
+GAP = 2.0  # seconds of silence between clips
+
+
+def cli(*args: str, env_cache: Path) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(env_cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env, timeout=900
+    )
+
+
+@pytest.fixture(scope="module")
+def composed_mp4(tmp_path_factory) -> Path:
+    """An H.264 + AAC mp4: the English clips with 2 s of silence between them, over a test-pattern video."""
+    d = tmp_path_factory.mktemp("composed")
+    inputs, filters = [], []
+    for i, clip in enumerate(ENGLISH):
+        inputs += ["-i", str(clip_path(clip))]
+        filters.append(f"[{i}:a]aresample=16000,aformat=channel_layouts=mono,apad=pad_dur={GAP}[a{i}]")
+    joined = "".join(f"[a{i}]" for i in range(len(ENGLISH)))
+    graph = ";".join(filters) + f";{joined}concat=n={len(ENGLISH)}:v=0:a=1[a]"
+    out = d / "talk with spaces.mp4"
+    ffmpeg(*inputs, "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-filter_complex", graph,
+           "-map", f"{len(ENGLISH)}:v", "-map", "[a]", "-shortest", "-c:v", "libx264", "-preset", "ultrafast",
+           "-c:a", "aac", str(out))  # fmt: skip
+    return out
+
+
+def test_cli_on_composed_video(composed_mp4, manifest, model_cache, tmp_path):
+    proc = cli(str(composed_mp4), "--output-dir", str(tmp_path), "--format", "srt,vtt,txt,json", env_cache=model_cache)
+    assert proc.returncode == 0, proc.stderr
+    srt_path = tmp_path / "talk with spaces.srt"
+    assert {p.suffix for p in tmp_path.iterdir()} == {".srt", ".vtt", ".txt", ".json"}
+
+    text = srt_path.read_text(encoding="utf-8")
+    cues = list(srt.parse(text))  # the srt library parses it
+    assert [c.index for c in cues] == list(range(1, len(cues) + 1))
+    duration = sum(float(manifest[c]["duration_s"]) + GAP for c in ENGLISH)
+    for previous, cue in zip(cues, cues[1:]):
+        assert previous.start <= cue.start and previous.end <= cue.start
+    assert all(0 <= c.start.total_seconds() < c.end.total_seconds() <= duration + 0.5 for c in cues)
+
+    # ffmpeg parses it too (as a subtitle stream it can convert)
+    subprocess.run(
+        [ffmpeg_exe(), "-nostdin", "-v", "error", "-i", str(srt_path), "-f", "webvtt", "-"],
+        check=True,
+        capture_output=True,
+    )
+
+    reference = " ".join(manifest[c]["reference_text"] for c in ENGLISH)
+    hypothesis = " ".join(c.content for c in cues)
+    assert wer(reference, hypothesis) <= 0.10
+    assert "%" in proc.stderr  # progress went to stderr
+
+
+def test_spanish_detected_and_translated(ov_model, audio, manifest):
+    segments, info = transcribe(audio(SPANISH), ov_model, TranscribeOptions())
+    assert info.language == "es"
+    spanish = " ".join(s.text for s in segments).lower()
+    assert "wentworth" in spanish and "sorpresa" in spanish
+
+    segments, info = transcribe(audio(SPANISH), ov_model, TranscribeOptions(task="translate"))
+    english = " ".join(s.text for s in segments).lower()
+    assert info.language == "es" and "wentworth" in english
+    assert "surprise" in english and "sorpresa" not in english
+
+
+def test_silence_gives_no_cues(ov_model, tmp_path):
+    silent = tmp_path / "silence.wav"
+    ffmpeg("-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "40", str(silent))
+    result = subtitle_file(silent, ov_model)
+    assert result.segments == ()
+    assert result.info.duration == pytest.approx(40, abs=0.1)
+
+
+def test_video_without_audio_is_a_clear_error(ov_model, model_cache, tmp_path):
+    video = tmp_path / "mute.mp4"
+    ffmpeg(
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=160x120:rate=10",
+        "-t",
+        "2",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        str(video),
+    )
+    with pytest.raises(SubtitleError, match="has no audio track"):
+        subtitle_file(video, ov_model)
+    out = tmp_path / "out"
+    proc = cli(str(video), "--output-dir", str(out), env_cache=model_cache)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: mute.mp4 has no audio track: choose a file with sound"]
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.mp4"], "missing.mp4 does not exist"),
+        (["{clip}", "--format", "srt,docx"], "--format 'srt,docx' is not valid"),
+        (["{clip}", "--language", "klingon"], "Unknown language 'klingon'"),
+        (["{clip}", "--model", "huge"], "Unknown model 'huge'"),
+    ],
+)
+def test_cli_errors_are_one_line_with_exit_code_2(args, message, model_cache, tmp_path):
+    args = [a.replace("{clip}", str(clip_path(ENGLISH[3]))) for a in args]
+    proc = cli(*args, "--output-dir", str(tmp_path), env_cache=model_cache)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_not_a_media_file_is_a_clear_error(ov_model, tmp_path):
+    bogus = tmp_path / "notes.mp4"
+    bogus.write_text("this is not a video")
+    with pytest.raises(SubtitleError, match="not a media file"):
+        subtitle_file(bogus, ov_model)
+
+
+def test_ir_cache_is_reused_and_never_half_written(tmp_path, monkeypatch, ov_model):
+    monkeypatch.setenv("SUBTITLE_CACHE_DIR", str(tmp_path))
+    real = resolve_checkpoint("base")
+
+    def interrupted():
+        raise KeyboardInterrupt  # an export stopped part way, as by Ctrl-C
+
+    with pytest.raises(KeyboardInterrupt):
+        ensure_ir(Checkpoint(real.identity, real.description, interrupted))
+    assert list(tmp_path.iterdir()) == []  # no entry, no temporary folder
+
+    first = ensure_ir(real)
+    stamps = {p.name: p.stat().st_mtime_ns for p in first.iterdir()}
+
+    def must_not_load():
+        raise AssertionError("the PyTorch model was loaded although the IR is cached")
+
+    second = ensure_ir(Checkpoint(real.identity, real.description, must_not_load))
+    assert second == first
+    assert {p.name: p.stat().st_mtime_ns for p in second.iterdir()} == stamps
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]
