@@ -39,7 +39,9 @@ class Subtitler:
                 self._model = load_model(self._options)
             return self._model
 
-    def __call__(self, video: str | None, language: str, task: str, progress: Callable[[float, str], None]) -> tuple[Path, Path, Path]:
+    def __call__(
+        self, video: str | None, language: str, task: str, progress: Callable[[float, str], None]
+    ) -> tuple[Path, Path, Path]:
         """Returns (srt, vtt, video) for one uploaded file."""
         if not video:
             raise SubtitleError("Upload a video or audio file first")
@@ -109,7 +111,9 @@ def main() -> None:
     args = p.parse_args()
     subtitler = Subtitler(args.model)
     threading.Thread(target=subtitler.model, daemon=True).start()  # export/compile while the page loads
-    build_ui(subtitler).queue(default_concurrency_limit=1).launch(server_name=args.host, server_port=args.port, share=args.share)
+    build_ui(subtitler).queue(default_concurrency_limit=1).launch(
+        server_name=args.host, server_port=args.port, share=args.share
+    )
 
 
 if __name__ == "__main__":

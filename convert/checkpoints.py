@@ -116,7 +116,8 @@ def _load_pt(path: Path) -> Whisper:
     try:
         return whisper.load_model(str(path), device="cpu").float().eval()
     except Exception as e:  # torch.load raises many types for a file that is not a checkpoint
-        raise SubtitleError(f"Cannot read {path} as a Whisper .pt checkpoint ({type(e).__name__}: {e})") from e
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SubtitleError(f"Cannot read {path} as a Whisper .pt checkpoint ({reason})") from e
 
 
 def _load_openai(name: str) -> Whisper:

@@ -34,7 +34,7 @@ from whisper.model import Whisper
 if TYPE_CHECKING:
     from convert.checkpoints import Checkpoint
 
-EXPORT_VERSION = 1  # bump when the IR layout changes, so old cache entries are not reused
+EXPORT_VERSION = 2  # bump when the IR layout changes, so old cache entries are not reused
 FILES = ("encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin", "model.json")
 
 
@@ -152,6 +152,8 @@ class _Decoder(nn.Module):
         super().__init__()
         self.decoder = model.decoder
         self.n_head = model.dims.n_text_head
+        self.head_dim = model.dims.n_text_state // model.dims.n_text_head
+        self.n_audio_ctx = model.dims.n_audio_ctx
 
     def forward(self, tokens: Tensor, beam_idx: Tensor, logit_pos: Tensor, *kv: Tensor) -> tuple[Tensor, ...]:
         # logit_pos: the token positions whose logits are returned (whisper reads only the SOT and the last one,
@@ -175,7 +177,8 @@ class _Decoder(nn.Module):
             x = x + block.attn.out(y.transpose(1, 2).flatten(2))
             h = block.cross_attn_ln(x)
             q = _heads(block.cross_attn.query(h), self.n_head)
-            k_t = cross[2 * i].reshape(q.shape[0], self.n_head, q.shape[-1], -1)  # (B, nh, hs, S)
+            # cross K/V may have batch 1 for B beams: matmul broadcasts, so beams share one copy of the audio
+            k_t = cross[2 * i].reshape(-1, self.n_head, self.head_dim, self.n_audio_ctx)  # (1 or B, nh, hs, S)
             y = torch.softmax(q @ k_t, dim=-1) @ cross[2 * i + 1]  # (B, nh, T, hs)
             x = x + block.cross_attn.out(y.transpose(1, 2).flatten(2))
             x = x + block.mlp(block.mlp_ln(x))

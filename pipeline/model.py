@@ -78,11 +78,14 @@ class OVWhisper:
         return inference.logits(tokens, cross_kv)
 
     def detect_language(self, mel_or_cross_kv: torch.Tensor, tokenizer: Tokenizer | None = None):
-        if mel_or_cross_kv.ndim == 2:
+        """whisper's detect_language: (language tokens, {language: probability}), a list of each for a batch."""
+        single = mel_or_cross_kv.ndim == 2
+        if single:
             mel_or_cross_kv = mel_or_cross_kv[None]
-        if mel_or_cross_kv.ndim == 3:  # a mel spectrogram: encode it first (whisper would skip only (1500, d) input)
+        if mel_or_cross_kv.shape[-1] == 3000:  # a mel spectrogram: encode it first
             mel_or_cross_kv = self.encoder(mel_or_cross_kv)
-        return whisper_detect_language(self, mel_or_cross_kv, tokenizer)
+        tokens, probs = whisper_detect_language(self, mel_or_cross_kv, tokenizer)
+        return (tokens[0], probs[0]) if single else (tokens, probs)
 
     def decode(
         self, mel: torch.Tensor, options: DecodingOptions = DecodingOptions()
@@ -144,7 +147,9 @@ class OVInference(Inference):
             dims = self.model.dims
             heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
             kv = cross_kv.numpy().reshape(-1, self.n_layer, 2, heads, dims.n_audio_ctx, hs)
-            if kv.shape[0] != n_batch:  # whisper repeats the tokens, not the audio, for beam search / best-of
+            # whisper repeats the tokens, not the audio, for beam search / best-of. With one audio window the IR
+            # broadcasts it over the beams (no copies to read per step); several windows must be repeated.
+            if kv.shape[0] not in (1, n_batch):
                 kv = np.repeat(kv, n_batch // kv.shape[0], axis=0)
             empty = np.zeros((n_batch, heads, 0, hs), np.float32)
             for i in range(self.n_layer):

@@ -104,14 +104,14 @@ def transcribe(
         if not model.is_multilingual:
             language, probs = "en", {"en": 1.0}
         else:
-            _, detected = model.detect_language(pad_or_trim(mel, N_FRAMES))
-            probs = detected[0]
+            _, probs = model.detect_language(pad_or_trim(mel, N_FRAMES))
             language = max(probs, key=probs.get)
     info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs)
-    return _segments(mel, content_frames, model, language, options, progress), info
+    return _segments(audio, mel, content_frames, model, language, options, progress), info
 
 
 def _segments(
+    audio: np.ndarray,
     mel: torch.Tensor,
     content_frames: int,
     model: OVWhisper,
@@ -140,11 +140,16 @@ def _segments(
     while seek < content_frames:
         time_offset = seek * HOP_LENGTH / SAMPLE_RATE
         segment_size = min(N_FRAMES, content_frames - seek)
+        previous_seek = seek
+        if _is_quiet(audio[seek * HOP_LENGTH : (seek + segment_size) * HOP_LENGTH]):
+            seek += segment_size  # (near-)digital silence: whisper would hallucinate "You" or "Thank you." here
+            if progress is not None:
+                progress(min(seek, content_frames) / max(content_frames, 1))
+            continue
         mel_segment = pad_or_trim(mel[:, seek : seek + segment_size], N_FRAMES)
         result = _decode_with_fallback(
             model, mel_segment, replace(decode_options, prompt=all_tokens[prompt_reset_since:]), options
         )
-        previous_seek = seek
 
         if _is_silence(result, options):
             seek += segment_size
@@ -197,6 +202,16 @@ def _decode_with_fallback(
             break
     assert result is not None
     return result
+
+
+QUIET_DBFS = -60.0  # RMS level below which a window holds no audible speech (speech is typically -35..-15 dBFS)
+
+
+def _is_quiet(samples: np.ndarray) -> bool:
+    if samples.size == 0:
+        return True
+    rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))))
+    return 20 * np.log10(max(rms, 1e-10)) < QUIET_DBFS
 
 
 def _is_silence(result: DecodingResult, options: TranscribeOptions) -> bool:

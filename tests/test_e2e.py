@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import jiwer
 import pytest
 import srt
 from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, wer
+from whisper.normalizers import BasicTextNormalizer
 
 from convert.checkpoints import Checkpoint, resolve_checkpoint
 from convert.export import ensure_ir
@@ -73,14 +76,17 @@ def test_cli_on_composed_video(composed_mp4, manifest, model_cache, tmp_path):
 
 def test_spanish_detected_and_translated(ov_model, audio, manifest):
     segments, info = transcribe(audio(SPANISH), ov_model, TranscribeOptions())
-    assert info.language == "es"
-    spanish = " ".join(s.text for s in segments).lower()
-    assert "wentworth" in spanish and "sorpresa" in spanish
+    assert info.language == "es" and info.language_probability > 0.5
+    spanish = " ".join(s.text for s in segments)
+    normalize = BasicTextNormalizer()
+    assert jiwer.wer(normalize(manifest[SPANISH]["reference_text"]), normalize(spanish)) <= 0.3  # measured 0.16
 
     segments, info = transcribe(audio(SPANISH), ov_model, TranscribeOptions(task="translate"))
     english = " ".join(s.text for s in segments).lower()
-    assert info.language == "es" and "wentworth" in english
-    assert "surprise" in english and "sorpresa" not in english
+    assert info.language == "es" and info.task == "translate"
+    # the reference opens "la sorpresa y el disgusto ... mientras le hablaba Carlos"
+    assert {"surprise", "disgust", "carlos"} <= set(re.findall(r"[a-z]+", english))
+    assert not {"sorpresa", "disgusto", "que", "el", "la"} & set(re.findall(r"[a-z]+", english))
 
 
 def test_silence_gives_no_cues(ov_model, tmp_path):
