@@ -15,6 +15,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
     if path.is_file():
         if path.suffix == ".bin":
             return _ct2_checkpoint([path], path.with_name("config.json"), description=str(path))
-        return Checkpoint(_file_identity([path]), str(path), lambda: _load_pt(path))
+        return Checkpoint(_file_identity([path], path.stem), str(path), lambda: _load_pt(path))
     if spec == DEFAULT_MODEL and _embedded_parts() is not None:
         parts, config = _embedded_parts()
         return _ct2_checkpoint(parts, config, description="Whisper base (embedded)")
@@ -98,10 +99,10 @@ def _embedded_parts() -> tuple[list[Path], Path] | None:
 
 
 def _ct2_checkpoint(parts: list[Path], config: Path, description: str) -> Checkpoint:
-    return Checkpoint(_file_identity(parts), description, lambda: load_ct2(parts, config))
+    return Checkpoint(_file_identity(parts, description), description, lambda: load_ct2(parts, config))
 
 
-def _file_identity(paths: list[Path]) -> str:
+def _file_identity(paths: list[Path], description: str | None = None) -> str:
     """Cheap identity for local files: name, size and mtime, plus a hash of each file's first megabyte."""
     h = hashlib.sha256()
     for p in paths:
@@ -109,7 +110,8 @@ def _file_identity(paths: list[Path]) -> str:
         h.update(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|".encode())
         with open(p, "rb") as f:
             h.update(f.read(1 << 20))
-    return f"{paths[0].parent.name}-{h.hexdigest()[:16]}"
+    name = re.sub(r"[^a-z0-9.]+", "-", (description or paths[0].stem).lower()).strip("-")[-40:]
+    return f"{name}-{h.hexdigest()[:16]}"
 
 
 def _load_pt(path: Path) -> Whisper:

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -84,7 +85,9 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
 
     model = model.float().eval()
     dims = model.dims
-    with torch.no_grad():
+    # torch.jit tracing warns about whisper's shape assert and about being deprecated; neither is actionable here
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         mel = torch.zeros(1, dims.n_mels, 3000)
         encoder = ov.convert_model(
             _Encoder(model), example_input=(mel,), input=[((-1, dims.n_mels, 3000), ov.Type.f32)]

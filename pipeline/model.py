@@ -38,7 +38,13 @@ class OVWhisper:
         self.dims = ModelDimensions(**info["dims"])
         self.alignment_heads: list[list[int]] = info["alignment_heads"]
         self.ir_dir = ir_dir
-        config = {"INFERENCE_PRECISION_HINT": options.precision, "PERFORMANCE_HINT": "LATENCY"}
+        config = {
+            "INFERENCE_PRECISION_HINT": options.precision,
+            "PERFORMANCE_HINT": "LATENCY",
+            # Every decoder step has a new input shape, so the plugin's per-shape kernel cache only grows: off, it
+            # measured faster (21.7 s vs 28.3 s, 3 min of audio, beam 5) and peaked at 2.3 GB instead of 5.3 GB.
+            "CPU_RUNTIME_CACHE_CAPACITY": 0,
+        }
         if options.threads:
             config["INFERENCE_NUM_THREADS"] = options.threads
         core = ov.Core()
