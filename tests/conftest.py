@@ -81,3 +81,21 @@ def ffmpeg(*args: str) -> None:
     subprocess.run(
         [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-nostdin", "-y", *args], check=True, timeout=300
     )
+
+
+def mute_video(path: Path) -> Path:
+    """A 2-second H.264 mp4 with no audio stream."""
+    ffmpeg(
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=160x120:rate=10",
+        "-t",
+        "2",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        str(path),
+    )
+    return path

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 import srt
-from conftest import ENGLISH, clip_path, ffmpeg, wer
+from conftest import ENGLISH, clip_path, ffmpeg, mute_video, wer
 from gradio_client import Client, handle_file
 
 import app
@@ -47,20 +47,7 @@ def test_upload_gives_srt_and_subtitled_preview(server, video, manifest):
 
 
 def test_file_without_audio_is_a_message_not_a_traceback(server, tmp_path):
-    mute = tmp_path / "mute.mp4"
-    ffmpeg(
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc=size=160x120:rate=10",
-        "-t",
-        "2",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        str(mute),
-    )
+    mute = mute_video(tmp_path / "mute.mp4")
     client = Client(server, verbose=False)
     with pytest.raises(Exception, match="has no audio track: choose a file with sound"):
         client.predict(handle_file(str(mute)), "auto", "transcribe", api_name="/subtitle")

@@ -10,7 +10,7 @@ from pathlib import Path
 import jiwer
 import pytest
 import srt
-from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, wer
+from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, mute_video, wer
 from whisper.normalizers import BasicTextNormalizer
 
 from convert.checkpoints import Checkpoint, resolve_checkpoint
@@ -98,20 +98,7 @@ def test_silence_gives_no_cues(ov_model, tmp_path):
 
 
 def test_video_without_audio_is_a_clear_error(ov_model, model_cache, tmp_path):
-    video = tmp_path / "mute.mp4"
-    ffmpeg(
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc=size=160x120:rate=10",
-        "-t",
-        "2",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        str(video),
-    )
+    video = mute_video(tmp_path / "mute.mp4")
     with pytest.raises(SubtitleError, match="has no audio track"):
         subtitle_file(video, ov_model)
     out = tmp_path / "out"
