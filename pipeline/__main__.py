@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.errors import SubtitleError
 from pipeline.jobs import subtitle_file, write_outputs
-from pipeline.media import probe
+from pipeline.media import require_audio
 from pipeline.model import ModelOptions, load_model
 from pipeline.subtitles import FORMATS, format_timestamp
 from pipeline.transcribe import TranscribeOptions, normalize_language
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             condition_on_previous_text=not args.no_condition_on_previous_text,
         )
         for path in args.inputs:  # fail in a second, before the model loads, when an input is unusable
-            if not probe(path).has_audio:
-                raise SubtitleError(f"{path.name} has no audio track: choose a file with sound")
+            require_audio(path)
         model = load_model(ModelOptions(model=args.model), progress=say)
         for path in args.inputs:
             started = time.monotonic()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
-from pipeline.media import MediaInfo, load_audio, probe
+from pipeline.media import MediaInfo, load_audio, require_audio
 from pipeline.model import OVWhisper
 from pipeline.subtitles import FORMATS, clean_cues, render
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
@@ -30,9 +30,7 @@ def subtitle_file(
     progress: Callable[[float], None] | None = None,
 ) -> SubtitleResult:
     """Transcribe one media file. `on_segment(segment, duration)` sees each segment as soon as it is decoded."""
-    media = probe(Path(path))
-    if not media.has_audio:
-        raise SubtitleError(f"{Path(path).name} has no audio track: choose a file with sound")
+    media = require_audio(Path(path))
     audio = load_audio(Path(path))
     segments, info = transcribe(audio, model, options, progress)
     collected = []

@@ -47,6 +47,14 @@ def probe(path: Path) -> MediaInfo:
     return MediaInfo(duration, "Audio" in kinds, "Video" in kinds)
 
 
+def require_audio(path: Path) -> MediaInfo:
+    """probe(), plus a clear error when the file has no audio stream to transcribe."""
+    info = probe(path)
+    if not info.has_audio:
+        raise _no_audio(Path(path))
+    return info
+
+
 def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Decode the first audio stream to mono float32 in [-1, 1] at `sample_rate`.
 
@@ -60,7 +68,7 @@ def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", "replace")
         if "matches no streams" in stderr:
-            raise SubtitleError(f"{path.name} has no audio track: choose a file with sound")
+            raise _no_audio(path)
         raise SubtitleError(f"ffmpeg cannot read {path.name} ({_last_line(stderr)}): is it a video or audio file?")
     return np.frombuffer(proc.stdout, np.int16).astype(np.float32) / 32768.0
 
@@ -70,6 +78,10 @@ def _existing(path: Path) -> Path:
     if not path.is_file():
         raise SubtitleError(f"{path} does not exist or is not a file")
     return path
+
+
+def _no_audio(path: Path) -> SubtitleError:
+    return SubtitleError(f"{path.name} has no audio track: choose a file with sound")
 
 
 def _last_line(stderr: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 import torch
+from whisper.audio import N_FRAMES
 from whisper.decoding import DecodingOptions, DecodingResult, DecodingTask, Inference
 from whisper.decoding import detect_language as whisper_detect_language
 from whisper.model import ModelDimensions
@@ -68,7 +69,8 @@ class OVWhisper:
         (B, L, 2, heads, 1500, hs) output is reshaped (no copy) to (B, 2L, 1500, d) because whisper's
         detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state).
         """
-        _, cross_kv = self.encode(mel.numpy())
+        self._encoder_request.infer({0: mel.numpy()})
+        cross_kv = self._encoder_request.get_tensor("cross_kv").data.copy()
         b = cross_kv.shape[0]
         return torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
 
@@ -88,7 +90,7 @@ class OVWhisper:
         single = mel_or_cross_kv.ndim == 2
         if single:
             mel_or_cross_kv = mel_or_cross_kv[None]
-        if mel_or_cross_kv.shape[-1] == 3000:  # a mel spectrogram: encode it first
+        if mel_or_cross_kv.shape[-2:] == (self.dims.n_mels, N_FRAMES):  # a mel spectrogram: encode it first
             mel_or_cross_kv = self.encoder(mel_or_cross_kv)
         tokens, probs = whisper_detect_language(self, mel_or_cross_kv, tokenizer)
         return (tokens[0], probs[0]) if single else (tokens, probs)

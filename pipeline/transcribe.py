@@ -13,15 +13,23 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
-from whisper.audio import HOP_LENGTH, N_FRAMES, N_SAMPLES, SAMPLE_RATE, log_mel_spectrogram, pad_or_trim
+from whisper.audio import (
+    HOP_LENGTH,
+    N_FRAMES,
+    N_SAMPLES,
+    N_SAMPLES_PER_TOKEN,
+    SAMPLE_RATE,
+    log_mel_spectrogram,
+    pad_or_trim,
+)
 from whisper.decoding import DecodingOptions, DecodingResult
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import SubtitleError
 from pipeline.model import OVWhisper
 
-FRAMES_PER_TOKEN = N_FRAMES // 1500  # 2 mel frames per audio token
-TIME_PRECISION = FRAMES_PER_TOKEN * HOP_LENGTH / SAMPLE_RATE  # 0.02 s per timestamp token
+FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
+TIME_PRECISION = N_SAMPLES_PER_TOKEN / SAMPLE_RATE  # 0.02 s per timestamp token
 
 
 @dataclass(frozen=True)
@@ -141,17 +149,14 @@ def _segments(
         time_offset = seek * HOP_LENGTH / SAMPLE_RATE
         segment_size = min(N_FRAMES, content_frames - seek)
         previous_seek = seek
-        if _is_quiet(audio[seek * HOP_LENGTH : (seek + segment_size) * HOP_LENGTH]):
-            seek += segment_size  # (near-)digital silence: whisper would hallucinate "You" or "Thank you." here
-            if progress is not None:
-                progress(min(seek, content_frames) / max(content_frames, 1))
-            continue
-        mel_segment = pad_or_trim(mel[:, seek : seek + segment_size], N_FRAMES)
-        result = _decode_with_fallback(
-            model, mel_segment, replace(decode_options, prompt=all_tokens[prompt_reset_since:]), options
-        )
+        result = None
+        # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
+        if not _is_quiet(audio[seek * HOP_LENGTH : (seek + segment_size) * HOP_LENGTH]):
+            mel_segment = pad_or_trim(mel[:, seek : seek + segment_size], N_FRAMES)
+            prompt = all_tokens[prompt_reset_since:]
+            result = _decode_with_fallback(model, mel_segment, replace(decode_options, prompt=prompt), options)
 
-        if _is_silence(result, options):
+        if result is None or _is_silence(result, options):
             seek += segment_size
         else:
             tokens = result.tokens

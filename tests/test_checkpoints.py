@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import ctranslate2
@@ -13,7 +12,7 @@ import torch
 import whisper
 from conftest import ENGLISH, clip_path
 
-from convert.checkpoints import _embedded_parts, resolve_checkpoint
+from convert.checkpoints import _embedded_parts, resolve_checkpoint, write_embedded_ct2_dir
 from pipeline.errors import SubtitleError
 from pipeline.media import load_audio
 
@@ -21,14 +20,7 @@ from pipeline.media import load_audio
 @pytest.fixture(scope="module")
 def ct2_base_dir(tmp_path_factory) -> Path:
     """The embedded model as a plain CTranslate2 directory (parts joined), for CTranslate2 itself to load."""
-    parts, config = _embedded_parts()
-    d = tmp_path_factory.mktemp("ct2-base")
-    with open(d / "model.bin", "wb") as out:
-        for part in parts:
-            out.write(part.read_bytes())
-    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
-        shutil.copy(config.parent / name, d / name)
-    return d
+    return write_embedded_ct2_dir(tmp_path_factory.mktemp("ct2-base"))
 
 
 def tiny_en_dir() -> Path | None:
