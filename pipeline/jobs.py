@@ -1,18 +1,31 @@
-"""One job: a media file in, segments and subtitle files out. The CLI and the web app both call this."""
+"""Jobs: media files or links in, segments and subtitle files out. The CLI and the web app both call this.
+
+`subtitle_file` does one local file. `run_job` does what a person asks for in the web app: several files and links,
+checked against the limits before any work starts, with progress by stage (downloading, extracting audio,
+preparing the model, transcribing with time left, writing) and every cue as soon as it is decoded.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from pipeline.download import download
 from pipeline.errors import SubtitleError
-from pipeline.media import MediaInfo, load_audio, require_audio
-from pipeline.model import OVWhisper
+from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
+from pipeline.model import ModelCache, OVWhisper
 from pipeline.subtitles import FORMATS, clean_cues, render
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
+
+# Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
+_STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
 
 
 @dataclass(frozen=True)
@@ -31,7 +44,17 @@ def subtitle_file(
 ) -> SubtitleResult:
     """Transcribe one media file. `on_segment(segment, duration)` sees each segment as soon as it is decoded."""
     media = require_audio(Path(path))
-    audio = load_audio(Path(path))
+    return _transcribe(load_audio(Path(path)), media, model, options, on_segment, progress)
+
+
+def _transcribe(
+    audio: np.ndarray,
+    media: MediaInfo,
+    model: OVWhisper,
+    options: TranscribeOptions,
+    on_segment: Callable[[Segment, float], None] | None,
+    progress: Callable[[float], None] | None,
+) -> SubtitleResult:
     segments, info = transcribe(audio, model, options, progress)
     collected = []
     for segment in segments:
@@ -60,3 +83,146 @@ def write_outputs(result: SubtitleResult, formats: Iterable[str], out_dir: Path,
             raise
         written.append(target)
     return written
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    model: str = "base"  # a name the model cache knows
+    transcribe: TranscribeOptions = field(default_factory=TranscribeOptions)
+    formats: tuple[str, ...] = ("srt",)  # which subtitle files to write, from FORMATS
+    limits: Limits = Limits()
+    allow_private_urls: bool = False  # links to localhost / LAN addresses (safe only when the server is private)
+
+
+@dataclass(frozen=True)
+class Progress:
+    fraction: float | None  # of the whole job, 0..1; None when not known (an indeterminate bar)
+    message: str  # "Transcribing talk.mp4: 42% of the audio, about 1:10 left"
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str  # what the person gave: a file name or a link
+    title: str  # the page title for links, the file name for uploads
+    media: Path  # the local media file (the upload, or what was downloaded)
+    duration: float | None
+
+
+@dataclass(frozen=True)
+class FileResult:
+    source: Source
+    result: SubtitleResult
+    outputs: tuple[Path, ...]  # one per format, in out_dir
+
+
+@dataclass(frozen=True)
+class JobResult:
+    files: tuple[FileResult, ...]
+    downloads: tuple[Path, ...]  # what to hand to the person: the subtitle files, or one zip of all for several inputs
+
+
+def is_url(text: str) -> bool:
+    return text.strip().lower().startswith(("http://", "https://"))
+
+
+def run_job(
+    inputs: Sequence[str | Path],
+    out_dir: Path,
+    models: ModelCache,
+    options: JobOptions = JobOptions(),
+    on_progress: Callable[[Progress], None] = lambda p: None,
+    on_source: Callable[[int, Source], None] = lambda i, s: None,
+    on_segment: Callable[[int, Segment], None] = lambda i, s: None,
+) -> JobResult:
+    """Subtitle every input (local paths, or http(s) links) into `out_dir`.
+
+    `models` compiles `options.model` on first use and shares it with other jobs. Local files are all checked
+    (readable, has audio, within the limits) before any is transcribed; links are checked before their download.
+    Callbacks run in this thread; an exception raised by one (a cancelled job) stops the job.
+    """
+    if not inputs:
+        raise SubtitleError("Upload a video or audio file, or paste a link, first")
+    formats = tuple(dict.fromkeys(options.formats))
+    if not formats or any(f not in FORMATS for f in formats):
+        raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
+    checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if not is_url(str(x))}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stems: set[str] = set()
+    results = []
+    for i, item in enumerate(inputs):
+
+        def report(stage: str, within: float | None, message: str, i=i) -> None:
+            start = _STAGES[stage]
+            end = min([v for v in _STAGES.values() if v > start], default=1.0)
+            local = start + (end - start) * (within or 0.0)
+            on_progress(Progress((i + local) / len(inputs), message))
+
+        if is_url(str(item)):
+            got = download(
+                str(item),
+                out_dir / f"download-{i}",
+                options.limits,
+                lambda f, m: report("download", f, m),
+                options.allow_private_urls,
+            )
+            media = _check_file(got.path, options.limits)
+            source = Source(str(item), got.title, got.path, media.duration or got.duration)
+        else:
+            media = checked[i]
+            source = Source(Path(item).name, Path(item).name, Path(item), media.duration)
+        on_source(i, source)
+        report("audio", None, f"Extracting the audio of {source.title}")
+        audio = load_audio(source.media)
+        if not models.is_loaded(options.model):
+            report("model", None, "Preparing the model (first time only)")
+        model = models.get(options.model, lambda message: report("model", None, message))
+        started = time.monotonic()
+
+        def transcribing(done: float, title=source.title, started=started) -> None:
+            message = f"Transcribing {title}: {100 * done:.0f}% of the audio"
+            elapsed = time.monotonic() - started
+            if done >= 0.02 and elapsed >= 2:
+                message += f", about {hms(elapsed * (1 - done) / done)} left"
+            report("transcribe", done, message)
+
+        transcribing(0.0)
+        result = _transcribe(audio, media, model, options.transcribe, lambda s, d, i=i: on_segment(i, s), transcribing)
+        report("write", None, f"Writing the subtitles of {source.title}")
+        stem = _unique_stem(Path(source.title).stem if not is_url(str(item)) else source.title, stems)
+        results.append(FileResult(source, result, tuple(write_outputs(result, formats, out_dir, stem))))
+    downloads = results[0].outputs if len(results) == 1 else (_zip([p for r in results for p in r.outputs], out_dir),)
+    on_progress(Progress(1.0, "Done"))
+    return JobResult(tuple(results), downloads)
+
+
+def _check_file(path: Path, limits: Limits) -> MediaInfo:
+    info = require_audio(path)
+    check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration)
+    return info
+
+
+def _unique_stem(title: str, taken: set[str]) -> str:
+    """A file name stem from a title: no path separators or control characters, short, unique within the job."""
+    stem = (
+        "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in title).strip(" .")[:80] or "subtitles"
+    )
+    unique, n = stem, 2
+    while unique.lower() in taken:
+        unique, n = f"{stem} ({n})", n + 1
+    taken.add(unique.lower())
+    return unique
+
+
+def _zip(files: Sequence[Path], out_dir: Path) -> Path:
+    target = out_dir / "subtitles.zip"
+    fd, tmp = tempfile.mkstemp(prefix=".subtitles.", suffix=".zip.tmp", dir=out_dir)
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            for f in files:
+                z.write(f, f.name)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -26,6 +26,12 @@ def ffmpeg_exe() -> str:
 
 
 @dataclass(frozen=True)
+class Limits:
+    max_bytes: int = 2 * 1024**3  # per file, uploaded or downloaded (2 GiB)
+    max_duration: float = 3 * 3600.0  # seconds of media per file (3 h: ~25 min of work for Whisper base on 2 cores)
+
+
+@dataclass(frozen=True)
 class MediaInfo:
     duration: float | None  # seconds, None when the container does not say
     has_audio: bool
@@ -53,6 +59,32 @@ def require_audio(path: Path) -> MediaInfo:
     if not info.has_audio:
         raise _no_audio(Path(path))
     return info
+
+
+def check_limits(what: str, limits: Limits, size: float | None = None, duration: float | None = None) -> None:
+    """Refuse media over the server's limits, saying by how much and what to do."""
+    if size is not None and size > limits.max_bytes:
+        raise SubtitleError(
+            f"{what} is {human_size(size)}; this server takes up to {human_size(limits.max_bytes)}: use a smaller file"
+        )
+    if duration is not None and duration > limits.max_duration:
+        raise SubtitleError(
+            f"{what} is {hms(duration)} long; this server takes up to {hms(limits.max_duration)}: use a shorter one"
+        )
+
+
+def human_size(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} bytes"
+
+
+def hms(seconds: float) -> str:
+    """1:05 or 1:02:05."""
+    seconds = round(seconds)
+    h, m, s = seconds // 3600, seconds // 60 % 60, seconds % 60
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:

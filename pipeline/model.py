@@ -10,7 +10,8 @@ unchanged. The only seam is `Inference`, the small class whisper uses for the KV
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +52,13 @@ class OVWhisper:
         core = ov.Core()
         self.encoder_model = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
         self.decoder = _CompiledDecoder(core.compile_model(ir_dir / "decoder.xml", "CPU", config))
-        self._encoder_request = self.encoder_model.create_infer_request()
+        self._requests = threading.local()  # one encoder request per thread: concurrent jobs share this model
         self.device = torch.device("cpu")  # whisper.decoding moves tensors to model.device
+
+    def _encoder_request(self) -> ov.InferRequest:
+        if not hasattr(self._requests, "encoder"):
+            self._requests.encoder = self.encoder_model.create_infer_request()
+        return self._requests.encoder
 
     @property
     def is_multilingual(self) -> bool:
@@ -69,15 +75,16 @@ class OVWhisper:
         (B, L, 2, heads, 1500, hs) output is reshaped (no copy) to (B, 2L, 1500, d) because whisper's
         detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state).
         """
-        self._encoder_request.infer({0: mel.numpy()})
-        cross_kv = self._encoder_request.get_tensor("cross_kv").data.copy()
+        req = self._encoder_request()
+        req.infer({0: mel.numpy()})
+        cross_kv = req.get_tensor("cross_kv").data.copy()
         b = cross_kv.shape[0]
         return torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
 
     def encode(self, mel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Both encoder outputs: audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, hs)."""
-        self._encoder_request.infer({0: mel})
-        req = self._encoder_request
+        req = self._encoder_request()
+        req.infer({0: mel})
         return req.get_tensor("audio_features").data.copy(), req.get_tensor("cross_kv").data.copy()
 
     def logits(self, tokens: torch.Tensor, cross_kv: torch.Tensor) -> torch.Tensor:
@@ -206,3 +213,25 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     ir_dir = ensure_ir(checkpoint, ExportOptions(compress_to_fp16=options.compress_to_fp16), progress)
     progress(f"Loading {checkpoint.description}")
     return OVWhisper(ir_dir, options)
+
+
+class ModelCache:
+    """Models compiled once and shared by every job (the web app's users). Thread-safe: a model is loaded by the
+    first job that asks for it while jobs on models already loaded go on; compiled models serve concurrent jobs."""
+
+    def __init__(self, options: ModelOptions = ModelOptions(), loaded: dict[str, OVWhisper] | None = None):
+        self.options = options  # everything but the model name
+        self._models: dict[str, OVWhisper] = dict(loaded or {})
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def is_loaded(self, model: str) -> bool:
+        return model in self._models
+
+    def get(self, model: str, progress=lambda message: None) -> OVWhisper:
+        with self._guard:
+            lock = self._locks.setdefault(model, threading.Lock())
+        with lock:
+            if model not in self._models:
+                self._models[model] = load_model(replace(self.options, model=model), progress)
+            return self._models[model]

@@ -1,0 +1,189 @@
+"""Media from a link: YouTube and the other sites yt-dlp supports, or a direct link to a media file.
+
+`download(url, dest_dir, limits)` asks the site for the title, duration and size first and refuses what is over the
+limits before any media byte is fetched; a download that turns out bigger than announced is stopped as soon as it
+passes the limit. Files are saved under a name we choose (`media.<ext>`), never one derived from the page.
+
+Links to private network addresses (localhost, 10.x, 192.168.x, ...) are refused unless `allow_private` is set:
+a server exposed on a network must not become a proxy into the network it sits in.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pipeline.errors import SubtitleError
+from pipeline.media import Limits, check_limits, ffmpeg_exe, human_size
+
+
+@dataclass(frozen=True)
+class Download:
+    path: Path
+    title: str
+    duration: float | None  # seconds, when the site says
+    url: str
+
+
+# Best single file with audio and video up to 720p (a preview needs no more), mp4 first; else video+audio merged.
+_FORMAT = "b[height<=720][ext=mp4]/b[height<=720]/bv*[height<=720]+ba/b/bv*+ba/ba"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# yt-dlp's error text -> what to tell the person, first match wins.
+_MESSAGES = (
+    (re.compile(r"HTTP Error 404|404: Not Found", re.I), "The link gives 404 Not Found: check the URL"),
+    (re.compile(r"HTTP Error 40[13]", re.I), "The site refused access to this link (private or sign-in only)"),
+    (re.compile(r"private video|members-only|join this channel", re.I), "This video is private: use a public link"),
+    (re.compile(r"sign in to confirm your age|age-restricted", re.I), "This video is age-restricted: upload the file"),
+    (re.compile(r"sign in to confirm you.re not a bot", re.I), "The site asks for a sign-in: upload the file"),
+    (
+        re.compile(r"video unavailable|not available|has been removed|no longer available", re.I),
+        "This video is unavailable: it may be removed or blocked in this region",
+    ),  # fmt: skip
+    (re.compile(r"live event|is live|premieres in", re.I), "Live streams can't be subtitled: wait for the recording"),
+    (
+        re.compile(r"unsupported url", re.I),
+        "No video found at that link: paste a video page or a direct link to a media file",
+    ),  # fmt: skip
+    (
+        re.compile(r"getaddrinfo|name or service|resolve|connection refused|timed out|unreachable", re.I),
+        "Could not reach that site: check the link and the server's network",
+    ),  # fmt: skip
+)
+
+
+def download(
+    url: str,
+    dest_dir: Path,
+    limits: Limits = Limits(),
+    progress: Callable[[float | None, str], None] = lambda fraction, message: None,
+    allow_private: bool = False,
+) -> Download:
+    """Fetch the media behind `url` into `dest_dir`; raise SubtitleError with a message a person can act on."""
+    import yt_dlp  # slow to import; only needed for links
+
+    url = url.strip()
+    check_url(url, allow_private)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    too_big: list[SubtitleError] = []
+
+    def hook(d: dict) -> None:
+        total = d.get("total_bytes") or d.get("total_bytes_estimate")
+        done = d.get("downloaded_bytes") or 0
+        if max(done, total or 0) > limits.max_bytes:
+            try:
+                check_limits("The media", limits, size=max(done, total or 0))
+            except SubtitleError as e:
+                too_big.append(e)
+                raise
+        if d.get("status") == "downloading":
+            progress(
+                done / total if total else None,
+                f"Downloading: {human_size(done)}" + (f" of {human_size(total)}" if total else ""),
+            )
+
+    options = {
+        "format": _FORMAT,
+        "outtmpl": {"default": str(dest_dir / "media.%(ext)s")},
+        "noplaylist": True,
+        "quiet": True,
+        "no_warnings": True,
+        "noprogress": True,
+        "logger": _QuietLogger(),
+        "progress_hooks": [hook],
+        "socket_timeout": 30,
+        "retries": 2,
+        "merge_output_format": "mp4",
+        "ffmpeg_location": ffmpeg_exe(),
+        "cachedir": False,
+        "js_runtimes": _js_runtimes(),
+        "overwrites": True,
+    }
+    try:
+        with yt_dlp.YoutubeDL(options) as ydl:
+            progress(None, "Looking up the link")
+            info = ydl.extract_info(url, download=False)
+            if info.get("_type") in ("playlist", "multi_video"):
+                raise SubtitleError("That link is a playlist: paste the link of a single video")
+            if info.get("is_live"):
+                raise SubtitleError("Live streams can't be subtitled: wait for the recording")
+            duration = info.get("duration")
+            check_limits("The media", limits, size=_announced_size(info), duration=duration)
+            info = ydl.process_ie_result(info, download=True)
+    except BaseException as e:
+        for partial in dest_dir.glob("media.*"):  # .part files and fragments of an aborted download
+            partial.unlink(missing_ok=True)
+        if isinstance(e, SubtitleError | KeyboardInterrupt) or not isinstance(e, Exception):
+            raise
+        if too_big:  # our hook's exception comes back wrapped in yt-dlp's DownloadError
+            raise too_big[-1] from None
+        raise SubtitleError(_human(str(e))) from None
+    files = [Path(d["filepath"]) for d in info.get("requested_downloads", []) if d.get("filepath")]
+    files = [f for f in files if f.is_file()]
+    if not files:
+        raise SubtitleError("The link gave no media file: paste a video page or a direct link to a media file")
+    return Download(files[0], str(info.get("title") or urlsplit(url).path.rsplit("/", 1)[-1] or url), duration, url)
+
+
+def check_url(url: str, allow_private: bool = False) -> None:
+    """Refuse what is not an http(s) link, and links to private addresses unless they are allowed."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SubtitleError("Paste a link that starts with http:// or https://")
+    if allow_private:
+        return
+    try:
+        addresses = {a[4][0] for a in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)}
+    except (socket.gaierror, UnicodeError):
+        raise SubtitleError(f"Could not find the site {parts.hostname}: check the link") from None
+    if not all(is_public_address(a) for a in addresses):
+        raise SubtitleError("Links to private network addresses are turned off on this server: upload the file")
+
+
+def is_public_address(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def _announced_size(info: dict) -> int | None:
+    formats = info.get("requested_formats") or [info]
+    sizes = [f.get("filesize") or f.get("filesize_approx") for f in formats]
+    return sum(sizes) if all(sizes) else None
+
+
+def _human(message: str) -> str:
+    message = _ANSI.sub("", message).removeprefix("ERROR: ").strip()
+    for pattern, human in _MESSAGES:
+        if pattern.search(message):
+            return human
+    message = re.sub(r"^\[[\w:]+\] [\w-]+: ", "", message).splitlines()[0] if message else "unknown error"
+    return f"Could not download that link ({message[:200]})"
+
+
+def _js_runtimes() -> dict:
+    """YouTube needs a JavaScript runtime; the `deno` wheel ships one inside the venv (not always on PATH)."""
+    try:
+        import deno
+
+        return {"deno": {"path": deno.find_deno_bin()}}
+    except (ImportError, FileNotFoundError):
+        return {"deno": {}}
+
+
+class _QuietLogger:
+    """yt-dlp logs to stderr by default; its errors reach us as exceptions, so the rest is dropped."""
+
+    def debug(self, message: str) -> None:
+        pass
+
+    info = warning = debug
+
+    def error(self, message: str) -> None:
+        pass
