@@ -74,7 +74,7 @@ class SubtitleApp:
     ) -> Iterator[tuple]:
         """Yields (about, cue table, preview video, files to download) as the job goes, the last one complete."""
         try:
-            inputs = [*(files or []), *([url.strip()] if url and url.strip() else [])]
+            inputs = [*(Path(f) for f in files or []), *([url.strip()] if url and url.strip() else [])]
             if model not in {spec for _, spec in self.model_choices}:
                 raise SubtitleError(f"Unknown model {model!r}: choose one of the list")
             options = JobOptions(
@@ -94,7 +94,7 @@ class SubtitleApp:
         except SubtitleError as e:
             raise gr.Error(str(e), print_exception=False) from None
 
-    def _run(self, inputs: list[str], options: JobOptions, progress: gr.Progress) -> Iterator[tuple]:
+    def _run(self, inputs: list[Path | str], options: JobOptions, progress: gr.Progress) -> Iterator[tuple]:
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
             if time.time() - stale.stat().st_mtime > 4 * KEEP_OUTPUTS:
@@ -179,8 +179,8 @@ def _about(sources: list[Source], languages: list[str] = ()) -> str:
     return "\n\n".join(lines)
 
 
-def _table(rows: list[list[str]], several: bool):
-    return gr.Dataframe(value=rows, headers=["File", "Start", "End", "Text"] if several else ["Start", "End", "Text"])
+def _table(rows: list[list[str]], several: bool) -> dict:
+    return {"headers": ["File", "Start", "End", "Text"] if several else ["Start", "End", "Text"], "data": rows}
 
 
 def _time(seconds: float) -> str:

@@ -121,12 +121,8 @@ class JobResult:
     downloads: tuple[Path, ...]  # what to hand to the person: the subtitle files, or one zip of all for several inputs
 
 
-def is_url(text: str) -> bool:
-    return text.strip().lower().startswith(("http://", "https://"))
-
-
 def run_job(
-    inputs: Sequence[str | Path],
+    inputs: Sequence[Path | str],
     out_dir: Path,
     models: ModelCache,
     options: JobOptions = JobOptions(),
@@ -134,7 +130,7 @@ def run_job(
     on_source: Callable[[int, Source], None] = lambda i, s: None,
     on_segment: Callable[[int, Segment], None] = lambda i, s: None,
 ) -> JobResult:
-    """Subtitle every input (local paths, or http(s) links) into `out_dir`.
+    """Subtitle every input (a `Path` is a local file, a `str` a link) into `out_dir`.
 
     `models` compiles `options.model` on first use and shares it with other jobs. Local files are all checked
     (readable, has audio, within the limits) before any is transcribed; links are checked before their download.
@@ -145,7 +141,7 @@ def run_job(
     formats = tuple(dict.fromkeys(options.formats))
     if not formats or any(f not in FORMATS for f in formats):
         raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
-    checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if not is_url(str(x))}
+    checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if isinstance(x, Path)}
     out_dir.mkdir(parents=True, exist_ok=True)
     stems: set[str] = set()
     results = []
@@ -157,7 +153,7 @@ def run_job(
             local = start + (end - start) * (within or 0.0)
             on_progress(Progress((i + local) / len(inputs), message))
 
-        if is_url(str(item)):
+        if not isinstance(item, Path):
             got = download(
                 str(item),
                 out_dir / f"download-{i}",
@@ -188,7 +184,7 @@ def run_job(
         transcribing(0.0)
         result = _transcribe(audio, media, model, options.transcribe, lambda s, d, i=i: on_segment(i, s), transcribing)
         report("write", None, f"Writing the subtitles of {source.title}")
-        stem = _unique_stem(Path(source.title).stem if not is_url(str(item)) else source.title, stems)
+        stem = _unique_stem(Path(source.title).stem if isinstance(item, Path) else source.title, stems)
         results.append(FileResult(source, result, tuple(write_outputs(result, formats, out_dir, stem))))
     downloads = results[0].outputs if len(results) == 1 else (_zip([p for r in results for p in r.outputs], out_dir),)
     on_progress(Progress(1.0, "Done"))

@@ -6,8 +6,12 @@ The IR is exported once per test session into a temporary cache, so tests never 
 from __future__ import annotations
 
 import csv
+import functools
+import http.server
 import os
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import jiwer
@@ -99,3 +103,63 @@ def mute_video(path: Path) -> Path:
         str(path),
     )
     return path
+
+
+def speech_video(clip_id: str, path: Path) -> Path:
+    """An H.264 + AAC mp4 (a plain navy picture) carrying a real speech clip from tests/data."""
+    ffmpeg("-i", str(clip_path(clip_id)), "-f", "lavfi", "-i", "color=c=navy:size=320x240:rate=25",
+           "-map", "1:v", "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac",
+           str(path))  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="session")
+def videos(tmp_path_factory) -> dict[str, Path]:
+    """The first two English clips as mp4 videos, by clip id."""
+    folder = tmp_path_factory.mktemp("videos")
+    return {clip: speech_video(clip, folder / f"{clip}.mp4") for clip in ENGLISH[:2]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def media_server(videos):
+    """A local HTTP server (a thread on a loopback port) serving the test videos; yields its base URL."""
+    folder = next(iter(videos.values())).parent
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", free_port()), functools.partial(_QuietHandler, directory=str(folder))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def app_server(ov_model, tmp_path_factory):
+    """The web app on a loopback port, sharing the session's compiled model, two jobs at a time.
+
+    Yields (url, jobs_dir)."""
+    import app
+    from pipeline.model import ModelCache
+
+    jobs_dir = tmp_path_factory.mktemp("jobs")
+    subtitler = app.SubtitleApp(
+        ModelCache(loaded={"base": ov_model}),
+        [("Whisper base (embedded)", "base")],
+        app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir),  # the media server is on loopback
+    )
+    demo = app.build_ui(subtitler).queue(default_concurrency_limit=2)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield f"http://127.0.0.1:{port}/", jobs_dir
+    demo.close()

@@ -1,53 +1,104 @@
-"""The web app, launched on a loopback port and called through gradio_client like any API user would."""
+"""The web app on a loopback port, called through gradio_client like any API user would (README's example)."""
 
 from __future__ import annotations
 
-import socket
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import srt
-from conftest import ENGLISH, clip_path, ffmpeg, mute_video, wer
+from conftest import ENGLISH, mute_video, wer
 from gradio_client import Client, handle_file
 
-import app
+
+def srt_text(path: str) -> str:
+    return " ".join(c.content for c in srt.parse(open(path, encoding="utf-8").read()))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture
+def client(app_server):
+    return Client(app_server[0], verbose=False)
 
 
-@pytest.fixture(scope="module")
-def server(ov_model):
-    subtitler = app.Subtitler()
-    subtitler._model = ov_model  # share the session's compiled model instead of compiling a second copy
-    demo = app.build_ui(subtitler).queue()
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
+def test_upload_gives_srt_preview_and_cues_as_they_come(client, videos, manifest):
+    job = client.submit(files=[handle_file(str(videos[ENGLISH[0]]))], api_name="/subtitle")
+    about, cues, preview, downloads = job.result()
+    reference = manifest[ENGLISH[0]]["reference_text"]
+    assert [p.rsplit("/", 1)[-1] for p in downloads] == [f"{ENGLISH[0]}.srt"]
+    assert wer(reference, srt_text(downloads[0])) <= 0.10
+    assert about.startswith(f"**{ENGLISH[0]}.mp4** · 0:") and about.endswith("English")
+    assert [row[2] for row in cues["data"]] and cues["headers"] == ["Start", "End", "Text"]
+    assert preview["value"].endswith(".mp4") and open(preview["subtitles"], encoding="utf-8").read().startswith(
+        "WEBVTT"
+    )
+    # The page got cues before the job was done: an earlier update carried some rows and no files yet.
+    partial = [out for out in job.outputs()[:-1] if out[1]["data"]]
+    assert partial and len(partial[0][1]["data"]) < len(cues["data"])
 
 
-@pytest.fixture(scope="module")
-def video(tmp_path_factory):
-    out = tmp_path_factory.mktemp("app") / "clip.mp4"
-    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-f", "lavfi", "-i", "color=c=navy:size=320x240:rate=25",
-           "-map", "1:v", "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(out))  # fmt: skip
-    return out
+def test_several_files_give_a_zip_of_each_format(client, videos, manifest):
+    files = [handle_file(str(videos[c])) for c in ENGLISH[:2]]
+    _, cues, _, downloads = client.predict(files=files, formats=["srt", "json"], api_name="/subtitle")
+    assert [d.rsplit("/", 1)[-1] for d in downloads] == ["subtitles.zip"]
+    with zipfile.ZipFile(downloads[0]) as z:
+        assert sorted(z.namelist()) == sorted(f"{c}.{ext}" for c in ENGLISH[:2] for ext in ("srt", "json"))
+        for c in ENGLISH[:2]:
+            text = " ".join(s.content for s in srt.parse(z.read(f"{c}.srt").decode()))
+            assert wer(manifest[c]["reference_text"], text) <= 0.10
+    assert cues["headers"] == ["File", "Start", "End", "Text"]
+    assert {row[0] for row in cues["data"]} == {f"{c}.mp4" for c in ENGLISH[:2]}
 
 
-def test_upload_gives_srt_and_subtitled_preview(server, video, manifest):
-    client = Client(server, verbose=False)
-    preview, srt_file = client.predict(handle_file(str(video)), "auto", "transcribe", api_name="/subtitle")
-    cues = list(srt.parse(open(srt_file, encoding="utf-8").read()))
-    assert wer(manifest[ENGLISH[0]]["reference_text"], " ".join(c.content for c in cues)) <= 0.10
-    assert preview["value"].endswith(".mp4") and preview["subtitles"]  # the preview carries the subtitles as a track
-    assert open(preview["subtitles"], encoding="utf-8").read().startswith("WEBVTT")
+def test_two_concurrent_calls_get_their_own_subtitles(app_server, videos, manifest):
+    """The server runs two jobs at once on one shared model; each caller gets the text of its own video."""
+
+    def call(clip):
+        return clip, Client(app_server[0], verbose=False).predict(
+            files=[handle_file(str(videos[clip]))], api_name="/subtitle"
+        )
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(call, ENGLISH[:2]))
+    for clip, (_, _, _, downloads) in results:
+        other = ENGLISH[1] if clip == ENGLISH[0] else ENGLISH[0]
+        text = srt_text(downloads[0])
+        assert wer(manifest[clip]["reference_text"], text) <= 0.10
+        assert wer(manifest[other]["reference_text"], text) > 0.5
 
 
-def test_file_without_audio_is_a_message_not_a_traceback(server, tmp_path):
-    mute = mute_video(tmp_path / "mute.mp4")
-    client = Client(server, verbose=False)
-    with pytest.raises(Exception, match="has no audio track: choose a file with sound"):
-        client.predict(handle_file(str(mute)), "auto", "transcribe", api_name="/subtitle")
+def test_failed_link_is_a_message_and_the_app_keeps_working(client, app_server, media_server, manifest):
+    jobs_dir = app_server[1]
+    before = set(jobs_dir.iterdir())
+    with pytest.raises(Exception, match=r"The link gives 404 Not Found: check the URL"):
+        client.predict(url=f"{media_server}/gone.mp4", api_name="/subtitle")
+    assert set(jobs_dir.iterdir()) == before  # the failed job left nothing behind
+    about, _, _, downloads = client.predict(url=f"{media_server}/{ENGLISH[1]}.mp4", api_name="/subtitle")
+    assert wer(manifest[ENGLISH[1]]["reference_text"], srt_text(downloads[0])) <= 0.10
+    assert about.startswith(f"**{ENGLISH[1]}** · 0:")  # the link's title and duration
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: mute_video(d / "mute.mp4"), r"mute.mp4 has no audio track: choose a file with sound"),
+        (lambda d: d / "notes.txt", r"notes.txt is not a media file ffmpeg can read"),
+    ],
+)
+def test_bad_uploads_are_messages(client, app_server, tmp_path, make, message):
+    (tmp_path / "notes.txt").write_text("not a video")
+    before = set(app_server[1].iterdir())
+    with pytest.raises(Exception, match=message):
+        client.predict(files=[handle_file(str(make(tmp_path)))], api_name="/subtitle")
+    assert set(app_server[1].iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "Upload a video or audio file, or paste a link, first"),
+        ({"url": "ftp://example.com/a.mp4"}, "starts with http:// or https://"),
+    ],
+)
+def test_missing_or_bad_input_is_a_message(client, kwargs, message):
+    with pytest.raises(Exception, match=message):
+        client.predict(**kwargs, api_name="/subtitle")

@@ -1,0 +1,124 @@
+"""Links: what is refused before any download, direct media links from a local HTTP server, and limits."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ENGLISH
+
+from pipeline.download import check_url, download, is_public_address
+from pipeline.errors import SubtitleError
+from pipeline.jobs import JobOptions, run_job
+from pipeline.media import Limits, check_limits, hms, human_size
+from pipeline.model import ModelCache
+
+
+@pytest.mark.parametrize(
+    "address, public",
+    [
+        ("8.8.8.8", True),
+        ("2606:4700:4700::1111", True),
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("172.16.0.9", False),
+        ("192.168.1.10", False),
+        ("169.254.169.254", False),  # cloud metadata service
+        ("100.64.0.1", False),  # carrier-grade NAT
+        ("0.0.0.0", False),
+        ("::1", False),
+        ("fe80::1%eth0", False),
+        ("fd00::1", False),
+        ("::ffff:127.0.0.1", False),  # IPv4-mapped loopback
+        ("224.0.0.1", False),
+    ],
+)
+def test_public_addresses(address, public):
+    assert is_public_address(address) is public
+
+
+@pytest.mark.parametrize(
+    "url, allow_private, message",
+    [
+        ("ftp://example.com/a.mp4", True, "starts with http:// or https://"),
+        ("file:///etc/passwd", True, "starts with http:// or https://"),
+        ("javascript:alert(1)", True, "starts with http:// or https://"),
+        ("http://", True, "starts with http:// or https://"),
+        ("http://127.0.0.1:8000/a.mp4", False, "private network addresses are turned off"),
+        ("http://localhost/a.mp4", False, "private network addresses are turned off"),
+        ("http://[::1]/a.mp4", False, "private network addresses are turned off"),
+        ("http://192.168.0.1/a.mp4", False, "private network addresses are turned off"),
+    ],
+)
+def test_refused_links(url, allow_private, message):
+    with pytest.raises(SubtitleError, match=message):
+        check_url(url, allow_private)
+
+
+@pytest.mark.parametrize(
+    "size, duration, message",
+    [
+        (None, None, None),
+        (1000, 60.0, None),
+        (2001, None, r"is 2.0 kB; this server takes up to 2.0 kB: use a smaller file"),
+        (None, 3725.0, r"is 1:02:05 long; this server takes up to 1:00: use a shorter one"),
+    ],
+)
+def test_limits(size, duration, message):
+    limits = Limits(max_bytes=2000, max_duration=60)
+    if message is None:
+        check_limits("clip.mp4", limits, size, duration)
+    else:
+        with pytest.raises(SubtitleError, match=message):
+            check_limits("clip.mp4", limits, size, duration)
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(0, "0:00"), (59.6, "1:00"), (61, "1:01"), (3600, "1:00:00"), (36005, "10:00:05")]
+)
+def test_hms(seconds, text):
+    assert hms(seconds) == text
+
+
+@pytest.mark.parametrize(
+    "n, text", [(0, "0 bytes"), (999, "999 bytes"), (1500, "1.5 kB"), (2.5e6, "2.5 MB"), (3e9, "3.0 GB")]
+)
+def test_human_size(n, text):
+    assert human_size(n) == text
+
+
+def test_direct_link_downloads_the_file(media_server, videos, tmp_path):
+    seen = []
+    got = download(
+        f"{media_server}/{ENGLISH[0]}.mp4", tmp_path, allow_private=True, progress=lambda f, m: seen.append((f, m))
+    )
+    assert got.path.parent == tmp_path and got.path.name == "media.mp4"  # our name, not the page's
+    assert got.path.read_bytes() == videos[ENGLISH[0]].read_bytes()
+    assert got.title == ENGLISH[0]
+    assert any(m.startswith("Downloading") for _, m in seen) and seen[-1][0] == 1.0
+
+
+def test_missing_link_is_a_message_and_leaves_nothing(media_server, tmp_path):
+    with pytest.raises(SubtitleError, match=r"^The link gives 404 Not Found: check the URL$"):
+        download(f"{media_server}/no-such-video.mp4", tmp_path, allow_private=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_over_the_size_limit_is_stopped(media_server, tmp_path):
+    with pytest.raises(SubtitleError, match="this server takes up to 10.0 kB: use a smaller file"):
+        download(f"{media_server}/{ENGLISH[0]}.mp4", tmp_path, Limits(max_bytes=10_000), allow_private=True)
+    assert list(tmp_path.iterdir()) == []  # the partial download is gone
+
+
+def test_nothing_listens_is_a_message(tmp_path):
+    from conftest import free_port
+
+    with pytest.raises(SubtitleError, match="Could not reach that site"):
+        download(f"http://127.0.0.1:{free_port()}/a.mp4", tmp_path, allow_private=True)
+
+
+def test_job_refuses_long_files_before_any_work(videos, tmp_path):
+    """Limits are checked on every input before the first is transcribed (the model is never even loaded)."""
+    models = ModelCache()
+    inputs = [videos[ENGLISH[0]], videos[ENGLISH[1]]]
+    with pytest.raises(SubtitleError, match=rf"^{ENGLISH[0]}.mp4 is 0:\d\d long; this server takes up to 0:05"):
+        run_job(inputs, tmp_path / "out", models, JobOptions(limits=Limits(max_duration=5)))
+    assert not models.is_loaded("base") and not (tmp_path / "out").exists()
