@@ -194,27 +194,38 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         with gr.Row():
             with gr.Column(scale=1):
                 files = gr.File(
-                    label="Videos or audio files (drop one or several)", file_count="multiple", type="filepath"
+                    label="Videos or audio files (drop one or several)",
+                    file_count="multiple",
+                    type="filepath",
+                    elem_id="files",
                 )
                 url = gr.Textbox(
-                    label="…or paste a link", placeholder="https://www.youtube.com/watch?v=… or a link to a .mp4 file"
+                    label="…or paste a link",
+                    placeholder="https://www.youtube.com/watch?v=… or a link to a .mp4 file",
+                    elem_id="url",
                 )
                 with gr.Row():
-                    language = gr.Dropdown(LANGUAGE_CHOICES, value="auto", label="Spoken language")
-                    task = gr.Radio(TASK_CHOICES, value="transcribe", label="Task")
-                formats = gr.CheckboxGroup(FORMAT_CHOICES, value=["srt"], label="Subtitle files")
-                with gr.Accordion("Advanced options", open=False):
                     model = gr.Dropdown(choices, value=choices[0][1], label="Model")
+                    language = gr.Dropdown(LANGUAGE_CHOICES, value="auto", label="Spoken language")
+                with gr.Row():
+                    task = gr.Radio(TASK_CHOICES, value="transcribe", label="Task")
+                    formats = gr.CheckboxGroup(FORMAT_CHOICES, value=["srt"], label="Subtitle files")
+                with gr.Accordion("Advanced options", open=False):
                     beam_size = gr.Slider(1, 10, value=5, step=1, label="Beam size (1 = greedy: faster, less exact)")
                     prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
                     condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
-                button = gr.Button("Generate subtitles", variant="primary")
+                button = gr.Button("Generate subtitles", variant="primary", elem_id="generate")
             with gr.Column(scale=1):
-                about = gr.Markdown(label="Media", min_height=60)
-                preview = gr.Video(label="Preview with subtitles", interactive=False)
-                downloads = gr.File(label="Download", file_count="multiple", interactive=False)
+                about = gr.Markdown(label="Media", min_height=60, elem_id="about")
+                preview = gr.Video(label="Preview with subtitles", interactive=False, elem_id="preview")
+                downloads = gr.File(label="Download", file_count="multiple", interactive=False, elem_id="downloads")
         cues = gr.Dataframe(
-            headers=["Start", "End", "Text"], label="Cues", interactive=False, wrap=True, column_widths=["12%", "12%"]
+            headers=["Start", "End", "Text"],
+            label="Cues",
+            interactive=False,
+            wrap=True,
+            column_widths=["12%", "12%"],
+            elem_id="cues",
         )
         button.click(
             app.subtitle,

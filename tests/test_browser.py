@@ -1,0 +1,98 @@
+"""The page in a real browser: Debian's headless Chromium driven by Playwright, against the app on loopback.
+
+A person drops a video (or pastes a link), clicks the button, watches the cues come in and downloads the SRT.
+Skipped, with the reason, only when there is no Chromium on the machine (.ci/run installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import srt
+from conftest import ENGLISH, wer
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium: apt-get install chromium (.ci/run does)")
+JOB_TIMEOUT = 120_000  # ms
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],  # fmt: skip
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, app_server):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.goto(app_server[0])
+    page.locator("#generate").wait_for()
+    yield page
+    context.close()
+
+
+def download_srt(page, tmp_path: Path) -> str:
+    """Wait for the download link, click it like a person would, return the SRT's text."""
+    link = page.locator('#downloads a[download$=".srt"]').first
+    link.wait_for(timeout=JOB_TIMEOUT)
+    with page.expect_download() as download:
+        link.click()
+    target = tmp_path / download.value.suggested_filename
+    download.value.save_as(target)
+    return target.read_text(encoding="utf-8")
+
+
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    """Saved with the test's files; also to $SCREENSHOT_DIR when set (how the README's screenshot is made)."""
+    page.screenshot(path=tmp_path / name, full_page=True)
+    if folder := os.environ.get("SCREENSHOT_DIR"):
+        shutil.copy(tmp_path / name, Path(folder) / name)
+
+
+def test_upload_in_the_browser(page, videos, manifest, tmp_path):
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for()  # the upload has landed
+    page.locator("#generate").click()
+    text = download_srt(page, tmp_path)
+    cues = list(srt.parse(text))
+    assert wer(manifest[ENGLISH[0]]["reference_text"], " ".join(c.content for c in cues)) <= 0.10
+    # the cue table and the media line show the same job
+    first_words = " ".join(cues[0].content.split()[:4])
+    assert page.locator("#cues").get_by_text(first_words).count() >= 1
+    assert f"{ENGLISH[0]}.mp4" in page.locator("#about").inner_text()
+    assert page.locator("#preview video track").count() == 1  # subtitles as a track on the preview
+    screenshot(page, tmp_path, "screenshot-app.png")
+
+
+def test_pasted_link_in_the_browser(page, media_server, manifest, tmp_path):
+    page.locator("#url").get_by_role("textbox").fill(f"{media_server}/{ENGLISH[1]}.mp4")
+    page.locator("#generate").click()
+    text = download_srt(page, tmp_path)
+    hypothesis = " ".join(c.content for c in srt.parse(text))
+    assert wer(manifest[ENGLISH[1]]["reference_text"], hypothesis) <= 0.10
+    assert ENGLISH[1] in page.locator("#about").inner_text()  # the link's title
+
+
+def test_broken_link_shows_the_message_in_the_page(page, media_server):
+    page.locator("#url").get_by_role("textbox").fill(f"{media_server}/gone.mp4")
+    page.locator("#generate").click()
+    page.get_by_text("The link gives 404 Not Found: check the URL").first.wait_for(timeout=JOB_TIMEOUT)
+    assert page.get_by_text("Traceback").count() == 0
