@@ -72,7 +72,7 @@ class SubtitleApp:
         condition_on_previous_text: bool = True,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
-        """Yields (about, cue table, preview video, files to download) as the job goes, the last one complete."""
+        """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
         try:
             inputs = [*(Path(f) for f in files or []), *([url.strip()] if url and url.strip() else [])]
             if model not in {spec for _, spec in self.model_choices}:
@@ -121,33 +121,35 @@ class SubtitleApp:
         worker.start()
         sources: list[Source] = []
         rows: list[list[str]] = []
-        last, done = 0.0, False
+        last, done, unseen = 0.0, False, False
+        started = time.monotonic()
         try:
             progress(0.0, desc="Starting")
             while True:
                 event = events.get()
                 if isinstance(event, Progress):
                     progress(event.fraction, desc=event.message)  # None: an indeterminate bar
-                    continue
-                if isinstance(event, Source):
+                elif isinstance(event, Source):
                     sources.append(event)
+                    unseen = True
                 elif isinstance(event, tuple):
                     i, segment = event
                     name = [sources[i].title] if len(inputs) > 1 else []
                     rows.append([*name, _time(segment.start), _time(segment.end), segment.text.strip()])
-                    if time.monotonic() - last < UPDATE_EVERY and not events.empty():
-                        continue
+                    unseen = True
                 elif isinstance(event, JobResult):
                     done = True
-                    yield self._final(event, job_dir, rows, len(inputs) > 1)
+                    yield self._final(event, job_dir, rows, len(inputs) > 1, time.monotonic() - started)
                     return
                 elif isinstance(event, SubtitleError):
                     raise event
                 elif isinstance(event, BaseException):
                     log.error("job failed", exc_info=event)
                     raise SubtitleError(f"Something went wrong on the server ({type(event).__name__}: {event})")
-                last = time.monotonic()
-                yield _about(sources), _table(rows, len(inputs) > 1), gr.skip(), gr.skip()
+                # cues come in bursts (a 30-second window at a time): show a burst at once, not cue by cue
+                if unseen and (events.empty() or time.monotonic() - last >= UPDATE_EVERY):
+                    unseen, last = False, time.monotonic()
+                    yield _about(sources), "", _table(rows, len(inputs) > 1), gr.skip(), gr.skip()
         finally:
             cancelled.set()
             worker.join()
@@ -160,13 +162,15 @@ class SubtitleApp:
             else:
                 shutil.rmtree(job_dir, ignore_errors=True)
 
-    def _final(self, result: JobResult, job_dir: Path, rows: list[list[str]], several: bool) -> tuple:
+    def _final(self, result: JobResult, job_dir: Path, rows: list[list[str]], several: bool, took: float) -> tuple:
         first = result.files[0]
         vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
         languages = [LANGUAGES.get(f.result.info.language, f.result.info.language).title() for f in result.files]
         about = _about([f.source for f in result.files], languages)
         preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
-        return about, _table(rows, several), preview, [str(p) for p in result.downloads]
+        audio = sum(f.result.info.duration for f in result.files)
+        status = f"Done: {hms(audio)} of audio in {hms(took)}."
+        return about, status, _table(rows, several), preview, [str(p) for p in result.downloads]
 
 
 def _about(sources: list[Source], languages: list[str] = ()) -> str:
@@ -215,6 +219,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
                     condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
                 button = gr.Button("Generate subtitles", variant="primary", elem_id="generate")
+                status = gr.Markdown(min_height=70, elem_id="status")  # the progress bar shows here
             with gr.Column(scale=1):
                 about = gr.Markdown(label="Media", min_height=60, elem_id="about")
                 preview = gr.Video(label="Preview with subtitles", interactive=False, elem_id="preview")
@@ -230,9 +235,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         button.click(
             app.subtitle,
             [files, url, model, language, task, formats, beam_size, prompt, condition],
-            [about, cues, preview, downloads],
+            [about, status, cues, preview, downloads],
             api_name="subtitle",
-            show_progress_on=[about],
+            show_progress_on=[status],
         )
     return demo
 

@@ -79,7 +79,7 @@ def test_upload_in_the_browser(page, videos, manifest, tmp_path):
     assert page.locator("#cues").get_by_text(first_words).count() >= 1
     assert f"{ENGLISH[0]}.mp4" in page.locator("#about").inner_text()
     assert page.locator("#preview video track").count() == 1  # subtitles as a track on the preview
-    screenshot(page, tmp_path, "screenshot-app.png")
+    screenshot(page, tmp_path, "browser-upload.png")
 
 
 def test_pasted_link_in_the_browser(page, media_server, manifest, tmp_path):
