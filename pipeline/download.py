@@ -122,7 +122,7 @@ def download(
             raise
         if too_big:  # our hook's exception comes back wrapped in yt-dlp's DownloadError
             raise too_big[-1] from None
-        raise SubtitleError(_human(str(e))) from None
+        raise SubtitleError(explain(str(e))) from None
     files = [Path(d["filepath"]) for d in info.get("requested_downloads", []) if d.get("filepath")]
     files = [f for f in files if f.is_file()]
     if not files:
@@ -158,7 +158,8 @@ def _announced_size(info: dict) -> int | None:
     return sum(sizes) if all(sizes) else None
 
 
-def _human(message: str) -> str:
+def explain(message: str) -> str:
+    """yt-dlp's error text -> one line a person can act on."""
     message = _ANSI.sub("", message).removeprefix("ERROR: ").strip()
     for pattern, human in _MESSAGES:
         if pattern.search(message):

@@ -103,3 +103,26 @@ def test_bad_uploads_are_messages(client, app_server, tmp_path, make, message):
 def test_missing_or_bad_input_is_a_message(client, kwargs, message):
     with pytest.raises(Exception, match=message):
         client.predict(**kwargs, api_name="/subtitle")
+
+
+@pytest.mark.parametrize(
+    "limits, message",
+    [
+        ({"max_duration": 5.0}, r"is 0:\d\d long; this server takes up to 0:05: use a shorter one"),
+        ({"max_bytes": 50_000}, r"is \d+\.\d kB; this server takes up to 50.0 kB: use a smaller file"),
+    ],
+)
+def test_limits_are_a_message_before_any_work(videos, tmp_path, limits, message):
+    """The server's limits, through the same function the page and the API call (no server needed)."""
+    import gradio as gr
+
+    import app
+    from pipeline.media import Limits
+    from pipeline.model import ModelCache
+
+    subtitler = app.SubtitleApp(
+        ModelCache(), [("base", "base")], app.ServerOptions(Limits(**limits), jobs_dir=tmp_path / "jobs")
+    )
+    with pytest.raises(gr.Error, match=message):
+        list(subtitler.subtitle(files=[str(videos[ENGLISH[0]])]))
+    assert not subtitler.models.is_loaded("base") and list((tmp_path / "jobs").iterdir()) == []

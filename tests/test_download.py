@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import ENGLISH
 
-from pipeline.download import check_url, download, is_public_address
+from pipeline.download import check_url, download, explain, is_public_address
 from pipeline.errors import SubtitleError
 from pipeline.jobs import JobOptions, run_job
 from pipeline.media import Limits, check_limits, hms, human_size
@@ -122,3 +122,28 @@ def test_job_refuses_long_files_before_any_work(videos, tmp_path):
     with pytest.raises(SubtitleError, match=rf"^{ENGLISH[0]}.mp4 is 0:\d\d long; this server takes up to 0:05"):
         run_job(inputs, tmp_path / "out", models, JobOptions(limits=Limits(max_duration=5)))
     assert not models.is_loaded("base") and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "error, message",
+    [
+        ("ERROR: [generic] Unable to download webpage: HTTP Error 404: Not Found (caused by <HTTPError 404>)",
+         "The link gives 404 Not Found: check the URL"),
+        ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access to this video",
+         "This video is private: use a public link"),
+        ("ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader",
+         "This video is unavailable: it may be removed or blocked in this region"),
+        ("ERROR: [youtube] abc: Sign in to confirm your age. This video may be inappropriate for some users.",
+         "This video is age-restricted: upload the file"),
+        ("ERROR: [youtube] abc: Sign in to confirm you’re not a bot. Use --cookies-from-browser",
+         "The site asks for a sign-in: upload the file"),
+        ("ERROR: [youtube] abc: This live event will begin in 3 hours.", "Live streams can't be subtitled: wait for the recording"),
+        ("ERROR: Unsupported URL: https://example.com/page",
+         "No video found at that link: paste a video page or a direct link to a media file"),
+        ("ERROR: [generic] Unable to download webpage: <urlopen error [Errno -2] Name or service not known>",
+         "Could not reach that site: check the link and the server's network"),
+        ("ERROR: [vimeo] 123: \x1b[0;31msomething new\x1b[0m", "Could not download that link (something new)"),
+    ],
+)  # fmt: skip
+def test_yt_dlp_errors_become_short_messages(error, message):
+    assert explain(error) == message
