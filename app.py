@@ -34,6 +34,7 @@ from pipeline.transcribe import LANGUAGES
 
 log = logging.getLogger("subtitle-generator")
 KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
+HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can close a cancelled job
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
 FORMAT_CHOICES = [("SRT", "srt"), ("WebVTT", "vtt"), ("Plain text", "txt"), ("JSON (with timings)", "json")]
 TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
@@ -58,6 +59,12 @@ class SubtitleApp:
         self.models = models
         self.model_choices = model_choices
         self.options = options
+        for stale in options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
+            try:
+                if time.time() - stale.stat().st_mtime > 3600:
+                    shutil.rmtree(stale, ignore_errors=True)
+            except OSError:
+                pass
 
     def subtitle(
         self,
@@ -96,9 +103,6 @@ class SubtitleApp:
 
     def _run(self, inputs: list[Path | str], options: JobOptions, progress: gr.Progress) -> Iterator[tuple]:
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        for stale in self.options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
-            if time.time() - stale.stat().st_mtime > 4 * KEEP_OUTPUTS:
-                shutil.rmtree(stale, ignore_errors=True)
         job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.options.jobs_dir))
         events: queue.Queue = queue.Queue()
         cancelled = threading.Event()
@@ -113,20 +117,31 @@ class SubtitleApp:
                 result = run_job(
                     inputs, job_dir, self.models, options, send, lambda i, s: send(s), lambda i, seg: send((i, seg))
                 )
-                events.put(result)
             except BaseException as e:  # handed to the page's thread, which raises it there
+                shutil.rmtree(job_dir, ignore_errors=True)  # a failed or cancelled job leaves nothing
                 events.put(e)
+                return
+            # Gradio reads the last yield's files again after the generator returns, then serves its own copies
+            timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
+            timer.daemon = True
+            timer.start()
+            events.put(result)
 
-        worker = threading.Thread(target=work, name="subtitle-job", daemon=True)
-        worker.start()
+        threading.Thread(target=work, name="subtitle-job", daemon=True).start()
         sources: list[Source] = []
         rows: list[list[str]] = []
-        last, done, unseen = 0.0, False, False
+        last, unseen = 0.0, False
         started = time.monotonic()
         try:
             progress(0.0, desc="Starting")
             while True:
-                event = events.get()
+                try:
+                    event = events.get(timeout=HEARTBEAT)
+                except queue.Empty:
+                    # Hand control back to Gradio now and then: a page that is closed or cancelled can only stop
+                    # this generator while it is paused at a yield.
+                    yield (gr.skip(),) * 5
+                    continue
                 if isinstance(event, Progress):
                     progress(event.fraction, desc=event.message)  # None: an indeterminate bar
                 elif isinstance(event, Source):
@@ -138,29 +153,19 @@ class SubtitleApp:
                     rows.append([*name, _time(segment.start), _time(segment.end), segment.text.strip()])
                     unseen = True
                 elif isinstance(event, JobResult):
-                    done = True
                     yield self._final(event, job_dir, rows, len(inputs) > 1, time.monotonic() - started)
                     return
                 elif isinstance(event, SubtitleError):
                     raise event
                 elif isinstance(event, BaseException):
                     log.error("job failed", exc_info=event)
-                    raise SubtitleError(f"Something went wrong on the server ({type(event).__name__}: {event})")
+                    raise SubtitleError("Something went wrong on the server; it is in the server's log. Try again")
                 # cues come in bursts (a 30-second window at a time): show a burst at once, not cue by cue
                 if unseen and (events.empty() or time.monotonic() - last >= UPDATE_EVERY):
                     unseen, last = False, time.monotonic()
                     yield _about(sources), "", _table(rows, len(inputs) > 1), gr.skip(), gr.skip()
         finally:
-            cancelled.set()
-            worker.join()
-            # A failed or cancelled job leaves nothing. A finished one is removed a little later: Gradio reads the
-            # last yield's files again after the generator returns, and serves its own copies from then on.
-            if done:
-                timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
-                timer.daemon = True
-                timer.start()
-            else:
-                shutil.rmtree(job_dir, ignore_errors=True)
+            cancelled.set()  # a job still running stops at its next progress report and removes its folder
 
     def _final(self, result: JobResult, job_dir: Path, rows: list[list[str]], several: bool, took: float) -> tuple:
         first = result.files[0]
@@ -179,8 +184,13 @@ def _about(sources: list[Source], languages: list[str] = ()) -> str:
     for i, s in enumerate(sources):
         facts = [hms(s.duration)] if s.duration else []
         facts += [languages[i]] if i < len(languages) else []
-        lines.append(" · ".join([f"**{s.title}**", *facts]))
+        lines.append(" · ".join([f"**{_escape(s.title)}**", *facts]))
     return "\n\n".join(lines)
+
+
+def _escape(text: str) -> str:
+    """Titles come from files and web pages: show them as text, never as Markdown or HTML."""
+    return "".join("\\" + c if c in "\\`*_[]<>!|~" else c for c in text)
 
 
 def _table(rows: list[list[str]], several: bool) -> dict:
@@ -271,7 +281,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--allow-private-urls",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="accept links to localhost/LAN addresses (default: only when listening on loopback)",
+        help="accept links to localhost/LAN addresses (default: only when listening on loopback without --share)",
     )
     return p.parse_args(argv)
 
@@ -290,7 +300,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("error: no model found: pip install -r requirements.txt (it brings the embedded one)")
     options = ServerOptions(
         Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
-        args.allow_private_urls if args.allow_private_urls is not None else _is_loopback(args.host),
+        args.allow_private_urls
+        if args.allow_private_urls is not None
+        else _is_loopback(args.host) and not args.share,  # a share link is public even when the host is loopback
     )
     app = SubtitleApp(ModelCache(), choices, options)
     # compile the default model while the page loads, so the first job does not wait for it

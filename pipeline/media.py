@@ -29,6 +29,7 @@ def ffmpeg_exe() -> str:
 class Limits:
     max_bytes: int = 2 * 1024**3  # per file, uploaded or downloaded (2 GiB)
     max_duration: float = 3 * 3600.0  # seconds of media per file (3 h: ~25 min of work for Whisper base on 2 cores)
+    max_files: int = 20  # files and links in one job
 
 
 @dataclass(frozen=True)

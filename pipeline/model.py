@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -219,9 +220,12 @@ class ModelCache:
     """Models compiled once and shared by every job (the web app's users). Thread-safe: a model is loaded by the
     first job that asks for it while jobs on models already loaded go on; compiled models serve concurrent jobs."""
 
-    def __init__(self, options: ModelOptions = ModelOptions(), loaded: dict[str, OVWhisper] | None = None):
+    def __init__(
+        self, options: ModelOptions = ModelOptions(), loaded: dict[str, OVWhisper] | None = None, keep: int = 2
+    ):
         self.options = options  # everything but the model name
-        self._models: dict[str, OVWhisper] = dict(loaded or {})
+        self.keep = keep  # models held at once; the least recently used goes (jobs using it keep their reference)
+        self._models: OrderedDict[str, OVWhisper] = OrderedDict(loaded or {})
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -230,8 +234,17 @@ class ModelCache:
 
     def get(self, model: str, progress=lambda message: None) -> OVWhisper:
         with self._guard:
+            if model in self._models:
+                self._models.move_to_end(model)
+                return self._models[model]
             lock = self._locks.setdefault(model, threading.Lock())
-        with lock:
-            if model not in self._models:
-                self._models[model] = load_model(replace(self.options, model=model), progress)
-            return self._models[model]
+        with lock:  # one load per model; jobs on other models go on meanwhile
+            with self._guard:
+                if model in self._models:  # loaded by another job while this one waited
+                    return self._models[model]
+            loaded = load_model(replace(self.options, model=model), progress)
+            with self._guard:
+                self._models[model] = loaded
+                while len(self._models) > self.keep:
+                    self._models.popitem(last=False)
+            return loaded

@@ -7,8 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import srt
-from conftest import ENGLISH, mute_video, wer
+from conftest import ENGLISH, LONG, clip_path, mute_video, wer
 from gradio_client import Client, handle_file
+
+
+def cue_rows(output: tuple) -> list:
+    """The cue table's rows in one streamed update (empty for updates that leave the table as it is)."""
+    return output[2].get("data", []) if isinstance(output[2], dict) else []
 
 
 def srt_text(path: str) -> str:
@@ -26,13 +31,14 @@ def test_upload_gives_srt_preview_and_cues_as_they_come(client, videos, manifest
     reference = manifest[ENGLISH[0]]["reference_text"]
     assert [p.rsplit("/", 1)[-1] for p in downloads] == [f"{ENGLISH[0]}.srt"]
     assert wer(reference, srt_text(downloads[0])) <= 0.10
-    assert about.startswith(f"**{ENGLISH[0]}.mp4** · 0:") and about.endswith("English")
+    title = ENGLISH[0].replace("_", "\\_")  # titles are escaped: a file or page name never becomes Markdown
+    assert about.startswith(f"**{title}.mp4** · 0:") and about.endswith("English")
     assert [row[2] for row in cues["data"]] and cues["headers"] == ["Start", "End", "Text"]
     assert preview["value"].endswith(".mp4") and open(preview["subtitles"], encoding="utf-8").read().startswith(
         "WEBVTT"
     )
     # The page got cues before the job was done: an earlier update carried some rows and no files yet.
-    partial = [out for out in job.outputs()[:-1] if out[2]["data"]]
+    partial = [out for out in job.outputs()[:-1] if cue_rows(out)]
     assert partial and not isinstance(partial[0][4], list)  # rows shown, no file to download yet
     assert status.startswith("Done: 0:1")  # 0:1x of audio
 
@@ -75,7 +81,7 @@ def test_failed_link_is_a_message_and_the_app_keeps_working(client, app_server, 
     assert set(jobs_dir.iterdir()) == before  # the failed job left nothing behind
     about, *_, downloads = client.predict(url=f"{media_server}/{ENGLISH[1]}.mp4", api_name="/subtitle")
     assert wer(manifest[ENGLISH[1]]["reference_text"], srt_text(downloads[0])) <= 0.10
-    assert about.startswith(f"**{ENGLISH[1]}** · 0:")  # the link's title and duration
+    assert about.startswith(f"**{ENGLISH[1]}** · 0:".replace("_", "\\_"))  # the link's title and duration
 
 
 @pytest.mark.parametrize(
@@ -126,3 +132,31 @@ def test_limits_are_a_message_before_any_work(videos, tmp_path, limits, message)
     with pytest.raises(gr.Error, match=message):
         list(subtitler.subtitle(files=[str(videos[ENGLISH[0]])]))
     assert not subtitler.models.is_loaded("base") and list((tmp_path / "jobs").iterdir()) == []
+
+
+def test_cancelled_job_stops_and_leaves_nothing(client, app_server, tmp_path):
+    """Cancel (as closing the page does) after the first cues: the job stops early and its folder goes."""
+    import time
+
+    from conftest import ffmpeg
+
+    clips = [LONG, *ENGLISH]  # one after the other: 86 s, three 30-second windows
+    long_video = tmp_path / "long.mp4"
+    inputs = [arg for clip in clips for arg in ("-i", str(clip_path(clip)))]
+    joined = "".join(f"[{i}:a]aresample=16000,aformat=channel_layouts=mono[a{i}];" for i in range(len(clips)))
+    joined += "".join(f"[a{i}]" for i in range(len(clips))) + f"concat=n={len(clips)}:v=0:a=1[a]"
+    ffmpeg(*inputs, "-f", "lavfi", "-i", "color=c=navy:size=160x120:rate=10", "-filter_complex", joined,
+           "-map", f"{len(clips)}:v", "-map", "[a]", "-shortest", "-c:v", "libx264", "-preset", "ultrafast",
+           "-c:a", "aac", str(long_video))  # fmt: skip
+    jobs_dir = app_server[1]
+    before = set(jobs_dir.iterdir())
+    job = client.submit(files=[handle_file(str(long_video))], api_name="/subtitle")
+    deadline = time.monotonic() + 120
+    while not any(cue_rows(out) for out in job.outputs()):
+        assert time.monotonic() < deadline and not job.done()
+        time.sleep(0.2)
+    job.cancel()
+    while set(jobs_dir.iterdir()) != before:  # the worker notices at its next progress report and cleans up
+        assert time.monotonic() < deadline, "the cancelled job's folder was not removed"
+        time.sleep(0.2)
+    assert not any(isinstance(out[4], list) for out in job.outputs())  # it never finished

@@ -10,6 +10,7 @@ from pipeline.errors import SubtitleError
 from pipeline.jobs import JobOptions, run_job
 from pipeline.media import Limits, check_limits, hms, human_size
 from pipeline.model import ModelCache
+from pipeline.transcribe import TranscribeOptions
 
 
 @pytest.mark.parametrize(
@@ -46,6 +47,8 @@ def test_public_addresses(address, public):
         ("http://localhost/a.mp4", False, "private network addresses are turned off"),
         ("http://[::1]/a.mp4", False, "private network addresses are turned off"),
         ("http://192.168.0.1/a.mp4", False, "private network addresses are turned off"),
+        ("http://example.com:99999/a.mp4", True, "not a valid link"),
+        ("http://[::1/a.mp4", True, "not a valid link"),
     ],
 )
 def test_refused_links(url, allow_private, message):
@@ -115,13 +118,42 @@ def test_nothing_listens_is_a_message(tmp_path):
         download(f"http://127.0.0.1:{free_port()}/a.mp4", tmp_path, allow_private=True)
 
 
-def test_job_refuses_long_files_before_any_work(videos, tmp_path):
-    """Limits are checked on every input before the first is transcribed (the model is never even loaded)."""
+@pytest.mark.parametrize(
+    "options, copies, message",
+    [
+        (JobOptions(limits=Limits(max_duration=5)), 1, rf"^{ENGLISH[0]}.mp4 is 0:\d\d long; this server takes up to 0:05"),
+        (JobOptions(limits=Limits(max_files=3)), 2, r"^4 files is too many for one job; this server takes up to 3$"),
+        (JobOptions(transcribe=TranscribeOptions(language="klingon")), 1, r"^Unknown language 'klingon'"),
+        (JobOptions(transcribe=TranscribeOptions(task="summarize")), 1, r"^Unknown task 'summarize'"),
+        (JobOptions(formats=("srt", "docx")), 1, r"^Choose at least one output format from srt, vtt, txt, json$"),
+    ],
+)  # fmt: skip
+def test_job_refuses_before_any_work(videos, tmp_path, options, copies, message):
+    """Every input and option is checked before the first input is transcribed (the model is never loaded)."""
     models = ModelCache()
-    inputs = [videos[ENGLISH[0]], videos[ENGLISH[1]]]
-    with pytest.raises(SubtitleError, match=rf"^{ENGLISH[0]}.mp4 is 0:\d\d long; this server takes up to 0:05"):
-        run_job(inputs, tmp_path / "out", models, JobOptions(limits=Limits(max_duration=5)))
+    inputs = [videos[ENGLISH[0]], videos[ENGLISH[1]]] * copies
+    with pytest.raises(SubtitleError, match=message):
+        run_job(inputs, tmp_path / "out", models, options)
     assert not models.is_loaded("base") and not (tmp_path / "out").exists()
+
+
+def test_models_found_on_the_machine(monkeypatch, tmp_path):
+    """The web app offers what is on disk, without downloading: whisper's cache and the Hugging Face cache."""
+    from convert.checkpoints import available_models
+
+    (tmp_path / "xdg" / "whisper").mkdir(parents=True)
+    (tmp_path / "xdg" / "whisper" / "small.pt").write_bytes(b"")  # listed by name; only read when chosen
+    (tmp_path / "xdg" / "whisper" / "notes.pt").write_bytes(b"")  # not a whisper model name
+    snapshot = tmp_path / "hub" / "models--Systran--faster-whisper-tiny.en" / "snapshots" / "0123456789abcdef"
+    snapshot.mkdir(parents=True)
+    (snapshot / "model.bin").write_bytes(b"")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    found = available_models()
+    assert found[0] == ("Whisper base (embedded)", "base")
+    assert ("Whisper small (downloaded)", "small") in found
+    assert ("faster-whisper-tiny.en 0123456 (faster-whisper)", str(snapshot)) in found
+    assert not any("notes" in label for label, _ in found)
 
 
 @pytest.mark.parametrize(
