@@ -132,8 +132,9 @@ class SubtitleApp:
         rows: list[list[str]] = []
         last, unseen = 0.0, False
         started = time.monotonic()
+        shown = Progress(0.0, "Starting")
         try:
-            progress(0.0, desc="Starting")
+            progress(shown.fraction, desc=shown.message)
             while True:
                 try:
                     event = events.get(timeout=HEARTBEAT)
@@ -141,8 +142,10 @@ class SubtitleApp:
                     # Hand control back to Gradio now and then: a page that is closed or cancelled can only stop
                     # this generator while it is paused at a yield.
                     yield (gr.skip(),) * 5
+                    progress(shown.fraction, desc=shown.message)  # after a yield the page shows the bar again
                     continue
                 if isinstance(event, Progress):
+                    shown = event
                     progress(event.fraction, desc=event.message)  # None: an indeterminate bar
                 elif isinstance(event, Source):
                     sources.append(event)
@@ -164,6 +167,7 @@ class SubtitleApp:
                 if unseen and (events.empty() or time.monotonic() - last >= UPDATE_EVERY):
                     unseen, last = False, time.monotonic()
                     yield _about(sources), "", _table(rows, len(inputs) > 1), gr.skip(), gr.skip()
+                    progress(shown.fraction, desc=shown.message)
         finally:
             cancelled.set()  # a job still running stops at its next progress report and removes its folder
 
