@@ -18,7 +18,9 @@ from pipeline.errors import SubtitleError
 
 SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
-_STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): ")
+_STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)")
+_SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
+_ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees")
 
 
 def ffmpeg_exe() -> str:
@@ -37,6 +39,10 @@ class MediaInfo:
     duration: float | None  # seconds, None when the container does not say
     has_audio: bool
     has_video: bool
+    video_codec: str | None = None  # ffmpeg's names: h264, hevc, vp9, ...
+    audio_codec: str | None = None  # aac, mp3, opus, ...
+    width: int | None = None  # as displayed: phone videos stored sideways with a rotation are swapped back
+    height: int | None = None
 
 
 def probe(path: Path) -> MediaInfo:
@@ -44,14 +50,23 @@ def probe(path: Path) -> MediaInfo:
     path = _existing(path)
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], capture_output=True, timeout=60)
     stderr = proc.stderr.decode("utf-8", "replace")
-    kinds = {m.group(1) for m in _STREAM.finditer(stderr)}
-    if not kinds:
+    streams = [(m.group(1), m.group(2), m.group(3)) for m in _STREAM.finditer(stderr)]
+    if not streams:
         raise SubtitleError(f"{path.name} is not a media file ffmpeg can read ({_last_line(stderr)})")
     duration = None
     if m := _DURATION.search(stderr):
         h, mi, s = m.groups()
         duration = int(h) * 3600 + int(mi) * 60 + float(s)
-    return MediaInfo(duration, "Audio" in kinds, "Video" in kinds)
+    video = next((s for s in streams if s[0] == "Video" and "attached pic" not in s[2]), None)
+    audio = next((s for s in streams if s[0] == "Audio"), None)
+    width = height = None
+    if video and (size := _SIZE.search(video[2])):
+        width, height = int(size.group(1)), int(size.group(2))
+        if (rotation := _ROTATION.search(stderr)) and round(float(rotation.group(1))) % 180 == 90:
+            width, height = height, width
+    return MediaInfo(
+        duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height
+    )
 
 
 def require_audio(path: Path) -> MediaInfo:

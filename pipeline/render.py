@@ -1,0 +1,244 @@
+"""Subtitles into video: burned in with libass (the `ass` filter), or muxed as a soft track without re-encoding.
+
+Burn-in writes our own ASS file (the style in video pixels) and renders it with the fonts that ship with the
+project's dependencies, passed to libass as `fontsdir`, so no system font is ever needed or used: DejaVu Sans
+(Latin, Greek, Cyrillic, Arabic, Hebrew; from matplotlib) and Noto Sans CJK SC (Chinese, Japanese, Korean; from
+mplfonts). Both are under free licences (Bitstream Vera / DejaVu licence, SIL OFL 1.1).
+
+Safety: ffmpeg runs in a private working folder holding `subs.ass` and `fonts/`, so the filter graph is a fixed
+string (`ass=subs.ass:fontsdir=fonts`) that never contains a user's text or file name. Outputs are written to a
+temporary name and renamed; ffmpeg is killed with its whole process group when it overruns its timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.errors import SubtitleError
+from pipeline.media import ffmpeg_exe, probe
+from pipeline.subtitles import clean_cues, to_srt
+from pipeline.transcribe import Segment
+
+LATIN_FONT = "DejaVu Sans"
+CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
+CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
+BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
+_COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
+# Han, kana, Hangul, CJK punctuation and full-width forms: cues holding any of these are drawn with the CJK font.
+# (libass finds fallback fonts through fontconfig only, never among the `fontsdir` fonts, so the choice is ours.)
+_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
+
+
+@dataclass(frozen=True)
+class Style:
+    font_size: float = 0.055  # text height as a fraction of the video's shorter side (720p landscape: 40 px)
+    position: str = "bottom"  # "bottom" or "top"
+    text_colour: str = "#FFFFFF"
+    outline_colour: str = "#000000"  # the outline, or the box when `box` is on
+    box: bool = False  # a translucent box behind the text instead of an outline
+    margin: float | None = None  # from the edge, as a fraction of the height; None: 6 %, or 15 % for vertical video
+
+
+@dataclass(frozen=True)
+class BurnOptions:
+    style: Style = field(default_factory=Style)
+    preview_seconds: float | None = None  # only the first N seconds (fast); None: the whole video
+    crf: int = 23  # x264 quality (lower is better and bigger)
+    preset: str = "veryfast"  # x264 speed/size trade-off
+    timeout_factor: float = (
+        3.0  # ffmpeg may run this many times the media's duration (plus a minute) before it is killed
+    )
+
+
+def font_files() -> dict[str, Path]:
+    """The shipped fonts by family name. Raises SubtitleError when the packages that carry them are missing."""
+    try:
+        import matplotlib
+        import mplfonts
+    except ImportError:
+        raise SubtitleError("The subtitle fonts are not installed: pip install -r requirements.txt") from None
+    return {
+        LATIN_FONT: Path(matplotlib.__file__).parent / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf",
+        CJK_FONT: Path(mplfonts.__file__).parent / "fonts" / "NotoSansCJKsc-Regular.otf",
+    }
+
+
+def to_ass(segments: Sequence[Segment], width: int, height: int, style: Style = Style(), language: str = "en") -> str:
+    """An ASS script drawing the cues on a `width` x `height` video. Pure: text in, text out."""
+    if style.position not in ("bottom", "top"):
+        raise SubtitleError(f"Unknown position {style.position!r}: use bottom or top")
+    text, outline = _ass_colour(style.text_colour), _ass_colour(style.outline_colour)
+    vertical = height > width
+    size = max(8, round(style.font_size * min(width, height)))
+    margin_v = round((style.margin if style.margin is not None else 0.15 if vertical else 0.06) * height)
+    margin_h = round(0.05 * width)
+    if style.box:  # BorderStyle 3: an opaque box in the outline colour, made translucent by its alpha
+        border_style, border, shadow, outline = 3, max(2, size // 6), 0, "&H40" + outline[4:]
+    else:
+        border_style, border, shadow = 1, max(1.0, size / 16), max(0.5, size / 40)
+    alignment = 2 if style.position == "bottom" else 8  # numpad layout: bottom centre / top centre
+    header = f"""[Script Info]
+ScriptType: v4.00+
+PlayResX: {width}
+PlayResY: {height}
+WrapStyle: 0
+ScaledBorderAndShadow: yes
+YCbCr Matrix: TV.709
+
+[V4+ Styles]
+Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
+Style: Default,{LATIN_FONT},{size},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
+Style: CJK,{CJK_FONT},{size},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
+
+[Events]
+Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+"""
+    events = [
+        f"Dialogue: 0,{_ass_time(s.start)},{_ass_time(s.end)},{_style_for(s.text, language)},,0,0,0,,{_ass_text(s.text)}"
+        for s in clean_cues(segments)
+    ]
+    return header + "\n".join(events) + "\n"
+
+
+def burn(
+    video: Path,
+    segments: Sequence[Segment],
+    out: Path,
+    language: str = "en",
+    options: BurnOptions = BurnOptions(),
+    progress: Callable[[float], None] = lambda fraction: None,
+) -> Path:
+    """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept."""
+    media = probe(video)
+    if not media.has_video or not media.width or not media.height:
+        raise SubtitleError(f"{Path(video).name} has no picture to burn subtitles into: use --soft or an SRT")
+    duration = media.duration or 0.0
+    if options.preview_seconds:
+        duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
+    with tempfile.TemporaryDirectory(prefix="burn-") as work:
+        work = Path(work)
+        (work / "subs.ass").write_text(
+            to_ass(segments, media.width, media.height, options.style, language), encoding="utf-8"
+        )
+        fonts = work / "fonts"
+        fonts.mkdir()
+        for path in font_files().values():
+            os.symlink(path, fonts / path.name)
+        # even sizes (x264 with yuv420p needs them); the ass filter comes first so it sees the source's pixels
+        vf = "ass=subs.ass:fontsdir=fonts,scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
+        audio = ["-c:a", "copy"] if media.audio_codec in BROWSER_AUDIO else ["-c:a", "aac", "-b:a", "160k"]
+        args = ["-i", str(Path(video).resolve()), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
+                "-map", "0:v:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-preset", options.preset,
+                "-crf", str(options.crf), *audio, "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
+        return _write(out, args, work, duration, options.timeout_factor, progress)
+
+
+def mux_soft(video: Path, segments: Sequence[Segment], out: Path, language: str = "en") -> Path:
+    """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT."""
+    media = probe(video)
+    codec = {".mp4": "mov_text", ".m4v": "mov_text", ".mov": "mov_text", ".mkv": "srt"}.get(out.suffix.lower())
+    if codec is None:
+        raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
+    with tempfile.TemporaryDirectory(prefix="mux-") as work:
+        work = Path(work)
+        (work / "subs.srt").write_text(to_srt(segments, media.duration), encoding="utf-8")
+        args = ["-i", str(Path(video).resolve()), "-i", "subs.srt", "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
+                "-c:v", "copy", "-c:a", "copy", "-c:s", codec, "-metadata:s:s:0", f"language={iso639_2(language)}",
+                "-disposition:s:0", "default"]  # fmt: skip
+        if codec == "mov_text":
+            args += ["-movflags", "+faststart"]
+        return _write(out, args, work, media.duration or 0.0, 3.0, lambda fraction: None)
+
+
+def iso639_2(language: str) -> str:
+    """Whisper's language code -> the three-letter code containers carry ("en" -> "eng", "de" -> "ger")."""
+    import pycountry
+
+    code = {"jw": "jv"}.get(language, language)  # whisper's old code for Javanese
+    found = pycountry.languages.get(alpha_2=code) if len(code) == 2 else pycountry.languages.get(alpha_3=code)
+    if found is None:
+        return "und"
+    return getattr(found, "bibliographic", None) or found.alpha_3
+
+
+def _write(
+    out: Path, args: list[str], cwd: Path, duration: float, timeout_factor: float, progress: Callable[[float], None]
+) -> Path:
+    """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group on timeout."""
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
+    os.close(fd)
+    cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
+           *args, tmp]  # fmt: skip
+    timeout = 60 + timeout_factor * duration
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True
+        )
+        try:
+            stderr = _follow(proc, duration, progress, timeout)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)  # ffmpeg and anything it started
+            proc.wait()
+            raise
+        if proc.returncode != 0:
+            last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {proc.returncode}"
+            raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return out
+
+
+def _follow(proc: subprocess.Popen, duration: float, progress: Callable[[float], None], timeout: float) -> str:
+    """Read ffmpeg's -progress lines until it exits; return its stderr."""
+    timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    timer.daemon = True
+    timer.start()
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    try:
+        for line in proc.stdout:
+            if line.startswith("out_time_us=") and duration > 0 and line.strip()[12:].isdigit():
+                progress(min(int(line.strip()[12:]) / 1e6 / duration, 1.0))
+        proc.wait()
+    finally:
+        timer.cancel()
+    reader.join()
+    if proc.returncode == -signal.SIGKILL:
+        raise SubtitleError(f"ffmpeg took longer than {timeout:.0f} s and was stopped")
+    return errors[0] if errors else ""
+
+
+def _ass_colour(colour: str) -> str:
+    m = _COLOUR.match(colour.strip())
+    if not m:
+        raise SubtitleError(f"Colour {colour!r} is not valid: use #RRGGBB, e.g. #FFFFFF")
+    rr, gg, bb = m.group(1)[0:2], m.group(1)[2:4], m.group(1)[4:6]
+    return f"&H00{bb}{gg}{rr}".upper()  # ASS is &HAABBGGRR
+
+
+def _ass_time(seconds: float) -> str:
+    cs = max(0, round(seconds * 100))
+    return f"{cs // 360000}:{cs // 6000 % 60:02d}:{cs // 100 % 60:02d}.{cs % 100:02d}"
+
+
+def _style_for(text: str, language: str) -> str:
+    return "CJK" if language in CJK_LANGUAGES or _CJK.search(text) else "Default"
+
+
+def _ass_text(text: str) -> str:
+    """Cue text as literal ASS text: line breaks become \\N; braces are escaped (libass draws \\{ as {), and a word
+    joiner after each backslash keeps `\\N`, `\\h`, ... in the text from becoming line breaks or spaces."""
+    text = text.replace("\\", "\\\u2060").replace("{", "\\{").replace("}", "\\}")
+    return "\\N".join(line.strip() for line in text.strip().splitlines() if line.strip())
