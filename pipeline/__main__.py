@@ -11,6 +11,7 @@ from pipeline.errors import SubtitleError
 from pipeline.jobs import subtitle_file, write_outputs
 from pipeline.media import require_audio
 from pipeline.model import ModelOptions, load_model
+from pipeline.render import BurnOptions, Style, burn, mux_soft, to_ass
 from pipeline.subtitles import FORMATS, format_timestamp
 from pipeline.transcribe import TranscribeOptions, normalize_language
 
@@ -41,6 +42,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
+    p.add_argument(
+        "--burn", action="store_true", help="also write DIR/<stem>.subtitled.mp4 with the subtitles burned in"
+    )
+    p.add_argument("--preview", type=float, default=None, metavar="SECONDS", help="burn only the first SECONDS (fast)")
+    p.add_argument(
+        "--soft",
+        action="store_true",
+        help="also write DIR/<stem>.subs.mkv and .subs.mp4 with a subtitle track (no re-encode)",
+    )
+    style = p.add_argument_group("burn-in style")
+    style.add_argument(
+        "--font-size", type=float, default=Style.font_size, help="text height / the video's shorter side"
+    )
+    style.add_argument("--position", choices=("bottom", "top"), default=Style.position)
+    style.add_argument("--text-colour", default=Style.text_colour, metavar="#RRGGBB")
+    style.add_argument("--outline-colour", default=Style.outline_colour, metavar="#RRGGBB", help="outline, or box")
+    style.add_argument("--box", action="store_true", help="a translucent box behind the text instead of an outline")
+    style.add_argument(
+        "--margin", type=float, default=None, help="distance from the edge / the height (default 0.06; 0.15 vertical)"
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p.parse_args(argv)
 
@@ -59,8 +80,15 @@ def main(argv: list[str] | None = None) -> int:
             initial_prompt=args.initial_prompt,
             condition_on_previous_text=not args.no_condition_on_previous_text,
         )
+        burn_options = BurnOptions(
+            style=Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),
+            preview_seconds=args.preview,
+        )
+        to_ass([], 640, 360, burn_options.style)  # a bad colour or position fails now, not after transcribing
         for path in args.inputs:  # fail in a second, before the model loads, when an input is unusable
-            require_audio(path)
+            media = require_audio(path)
+            if args.burn and not media.has_video:
+                raise SubtitleError(f"{path.name} has no picture to burn subtitles into: leave out --burn")
         model = load_model(ModelOptions(model=args.model), progress=say)
         for path in args.inputs:
             started = time.monotonic()
@@ -75,6 +103,16 @@ def main(argv: list[str] | None = None) -> int:
             result = subtitle_file(path, model, options, on_segment=show)
             for written in write_outputs(result, formats, args.output_dir, path.stem):
                 say(f"{path.name}: wrote {written}")
+            language = result.info.language
+            if args.burn:
+                say(f"{path.name}: burning in the subtitles")
+                target = args.output_dir / f"{path.stem}.subtitled.mp4"
+                say(f"{path.name}: wrote {burn(path, result.segments, target, language, burn_options)}")
+            if args.soft:
+                for suffix in (".subs.mkv", ".subs.mp4"):
+                    say(
+                        f"{path.name}: wrote {mux_soft(path, result.segments, args.output_dir / (path.stem + suffix), language)}"
+                    )
             say(
                 f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s"
             )

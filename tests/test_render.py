@@ -1,0 +1,230 @@
+"""Burned-in and soft subtitles with the real ffmpeg (libass) and the shipped fonts; OCR by Debian's tesseract."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import srt
+from conftest import ENGLISH, clip_path, ffmpeg
+
+from pipeline.errors import SubtitleError
+from pipeline.media import ffmpeg_exe, probe
+from pipeline.render import BurnOptions, Style, _ass_text, _ass_time, burn, iso639_2, mux_soft, to_ass
+from pipeline.transcribe import Segment
+
+TESSERACT = shutil.which("tesseract")
+CUES = [
+    Segment(0.5, 3.5, "The narrative would be tedious to him"),
+    Segment(4.0, 7.5, "and painful to myself, said the reader."),
+]
+
+
+def style_line(ass: str, name: str = "Default") -> list[str]:
+    line = next(x for x in ass.splitlines() if x.startswith(f"Style: {name},"))
+    return line.removeprefix("Style: ").split(",")
+
+
+@pytest.mark.parametrize(
+    "width, height, style, expected",
+    [
+        # Fontsize, OutlineColour, BorderStyle, Alignment, MarginL, MarginV: 5.5 % of the shorter side
+        (1280, 720, Style(), {"Fontsize": "40", "BorderStyle": "1", "Alignment": "2", "MarginL": "64", "MarginV": "43"}),
+        (1920, 1080, Style(position="top"), {"Fontsize": "59", "Alignment": "8", "MarginV": "65"}),
+        (1080, 1920, Style(), {"Fontsize": "59", "MarginV": "288", "MarginL": "54"}),  # vertical: above phone UI
+        (1280, 720, Style(box=True), {"BorderStyle": "3", "OutlineColour": "&H40000000", "Shadow": "0.0"}),
+        (1280, 720, Style(text_colour="#FF8000", outline_colour="102030"),
+         {"PrimaryColour": "&H000080FF", "OutlineColour": "&H00302010"}),
+        (640, 360, Style(font_size=0.1, margin=0.2), {"Fontsize": "36", "MarginV": "72"}),
+    ],
+)  # fmt: skip
+def test_ass_style(width, height, style, expected):
+    fields = "Name Fontname Fontsize PrimaryColour SecondaryColour OutlineColour BackColour Bold Italic Underline StrikeOut ScaleX ScaleY Spacing Angle BorderStyle Outline Shadow Alignment MarginL MarginR MarginV Encoding".split()  # noqa: E501
+    ass = to_ass(CUES, width, height, style)
+    assert f"PlayResX: {width}\nPlayResY: {height}" in ass
+    values = dict(zip(fields, style_line(ass), strict=True))
+    assert {k: values[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    "style, message",
+    [
+        (Style(text_colour="white"), r"Colour 'white' is not valid: use #RRGGBB"),
+        (Style(outline_colour="#12345"), r"Colour '#12345' is not valid"),
+        (Style(position="middle"), r"Unknown position 'middle': use bottom or top"),
+    ],
+)
+def test_bad_style_is_a_message(style, message):
+    with pytest.raises(SubtitleError, match=message):
+        to_ass(CUES, 640, 360, style)
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(0, "0:00:00.00"), (1.234, "0:00:01.23"), (59.999, "0:01:00.00"), (3661.5, "1:01:01.50"), (36000, "10:00:00.00")],
+)
+def test_ass_time(seconds, text):
+    assert _ass_time(seconds) == text
+
+
+@pytest.mark.parametrize(
+    "text, ass",
+    [
+        ("plain words", "plain words"),
+        ("two\nlines", "two\\Nlines"),
+        ("{\\b1}bold?", "\\{\\\u2060b1\\}bold?"),  # never an override tag
+        ("a \\N b", "a \\\u2060N b"),  # a typed \N stays text
+        ("  padded \n\n ", "padded"),
+        ("", ""),
+    ],
+)
+def test_ass_text_is_literal(text, ass):
+    assert _ass_text(text) == ass
+
+
+@pytest.mark.parametrize(
+    "text, language, style",
+    [("hello", "en", "Default"), ("字幕", "en", "CJK"), ("hello", "ja", "CJK"), ("안녕", "ko", "CJK"),
+     ("Привет", "ru", "Default"), ("مرحبا", "ar", "Default"), ("ｆｕｌｌ", "en", "CJK")],
+)  # fmt: skip
+def test_cjk_cues_use_the_cjk_font(text, language, style):
+    ass = to_ass([Segment(0, 1, text)], 640, 360, language=language)
+    assert ass.splitlines()[-1].split(",")[3] == style
+
+
+@pytest.mark.parametrize(
+    "language, code",
+    [("en", "eng"), ("de", "ger"), ("zh", "chi"), ("ja", "jpn"), ("haw", "haw"), ("jw", "jav"), ("xx", "und")],
+)
+def test_container_language_codes(language, code):
+    assert iso639_2(language) == code
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    """A 640x360 H.264 + AAC video: flat navy picture (easy to compare and read), real speech."""
+    out = tmp_path_factory.mktemp("render") / "source.mp4"
+    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-f", "lavfi", "-i", "color=c=navy:size=640x360:rate=25",
+           "-map", "1:v", "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "veryfast", "-c:a", "aac", str(out))  # fmt: skip
+    return out
+
+
+def frame(video: Path, at: float) -> np.ndarray:
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
+         "-pix_fmt", "gray", "-"], capture_output=True, check=True).stdout  # fmt: skip
+    info = probe(video)
+    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width).astype(np.int16)
+
+
+def stream_hash(video: Path, stream: str) -> str:
+    return subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-i", str(video), "-map", f"0:{stream}", "-c", "copy", "-f", "streamhash", "-"],
+        capture_output=True, text=True, check=True).stdout.split("=")[-1]  # fmt: skip
+
+
+def ocr(pixels: np.ndarray, tmp_path: Path) -> str:
+    from PIL import Image
+
+    path = tmp_path / "ocr.png"
+    Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).resize((pixels.shape[1] * 2, pixels.shape[0] * 2)).save(path)
+    return subprocess.run([TESSERACT, str(path), "-", "--psm", "6"], capture_output=True, text=True, check=True).stdout
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+@pytest.mark.skipif(TESSERACT is None, reason="no tesseract: apt-get install tesseract-ocr (.ci/run does)")
+def test_burned_cue_is_in_the_subtitle_region_and_reads_back(source, tmp_path):
+    out = burn(source, CUES, tmp_path / "burned.mp4", "en")
+    info = probe(out)
+    assert (info.video_codec, info.audio_codec, info.width, info.height) == ("h264", "aac", 640, 360)
+    assert abs(info.duration - probe(source).duration) < 0.1
+    assert stream_hash(out, "a") == stream_hash(source, "a")  # the original audio, copied
+    for cue in CUES:
+        mid = (cue.start + cue.end) / 2
+        before, after = frame(source, mid), frame(out, mid)
+        diff = np.abs(after - before)
+        region = slice(int(0.7 * 360), 360)  # bottom 30 %: where the subtitle is
+        assert (diff[region] > 40).mean() > 0.01  # text drawn here
+        assert (diff[: int(0.6 * 360)] > 40).mean() < 0.001  # nothing drawn elsewhere
+        read = words(ocr(after[region], tmp_path))
+        expected = words(cue.text)
+        assert len(read & expected) >= 0.7 * len(expected), (read, expected)
+    between = frame(out, 3.75)  # between the cues: no text
+    assert (np.abs(between - frame(source, 3.75)) > 40).mean() < 0.001
+
+
+SCRIPTS = {
+    "Chinese": "字幕生成测试",
+    "Japanese": "日本語の字幕です",
+    "Korean": "한국어 자막입니다",
+    "Cyrillic": "Привет мир",
+    "Arabic": "مرحبا بالعالم",
+}
+
+
+def test_every_script_renders_glyphs_not_boxes(source, tmp_path):
+    """Each script is drawn with real glyphs: it differs from the same number of missing-glyph boxes (tofu).
+
+    Private-use code points have no glyph in any font, so they render as the font's missing-glyph box."""
+    cues, t = [], 0.0
+    for text in SCRIPTS.values():
+        cues += [Segment(t, t + 0.9, text), Segment(t + 1.0, t + 1.9, "\ue000" * len(text))]
+        t += 2.0
+    out = burn(source, cues, tmp_path / "scripts.mp4", "en", BurnOptions(preview_seconds=t))
+    region = slice(int(0.7 * 360), 360)
+    for i, name in enumerate(SCRIPTS):
+        glyphs, boxes = frame(out, 2 * i + 0.45)[region], frame(out, 2 * i + 1.45)[region]
+        ink = max((glyphs > 128).sum(), (boxes > 128).sum())
+        assert ink > 100, f"{name}: nothing drawn"
+        # glyphs and boxes share almost no pixels (measured: about twice the ink differs); the same boxes would not
+        assert (np.abs(glyphs - boxes) > 40).sum() > 0.8 * ink, f"{name} rendered as boxes"
+
+
+def test_preview_is_the_first_seconds(source, tmp_path):
+    out = burn(source, CUES, tmp_path / "preview.mp4", "en", BurnOptions(preview_seconds=4.0))
+    assert abs(probe(out).duration - 4.0) < 0.2
+
+
+@pytest.mark.parametrize("suffix, codec", [(".mp4", "mov_text"), (".mkv", "subrip")])
+def test_soft_subtitles_copy_the_video_and_carry_the_cues(source, tmp_path, suffix, codec):
+    out = mux_soft(source, CUES, tmp_path / f"soft{suffix}", "de")
+    listing = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(out)], capture_output=True, text=True).stderr
+    assert re.search(rf"Stream #0:2(\[0x3\])?\(ger\): Subtitle: {codec}", listing), listing
+    assert stream_hash(out, "v") == stream_hash(source, "v")  # not re-encoded: the same packets
+    assert stream_hash(out, "a") == stream_hash(source, "a")
+    text = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(out), "-map", "0:s:0", "-f", "srt", "-"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    back = list(srt.parse(text))
+    assert [c.content for c in back] == [c.text for c in CUES]
+    assert [(c.start.total_seconds(), c.end.total_seconds()) for c in back] == [(c.start, c.end) for c in CUES]
+
+
+def test_soft_subtitles_need_mp4_or_mkv(source, tmp_path):
+    with pytest.raises(SubtitleError, match=r"Soft subtitles go into .mp4 or .mkv, not .avi"):
+        mux_soft(source, CUES, tmp_path / "soft.avi")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_audio_only_cannot_be_burned(tmp_path):
+    with pytest.raises(SubtitleError, match=r"has no picture to burn subtitles into"):
+        burn(clip_path(ENGLISH[0]), CUES, tmp_path / "x.mp4")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(TESSERACT is None, reason="no tesseract: apt-get install tesseract-ocr (.ci/run does)")
+def test_hostile_file_name_burns_correctly(source, tmp_path):
+    """Quotes, colons, brackets, commas, semicolons and non-ASCII letters in the name never reach the filter graph."""
+    hostile = tmp_path / 'it\'s "a" [test]: {b}, x;y=z ünïcødé 字幕 $(echo).mp4'
+    shutil.copy(source, hostile)
+    out = burn(hostile, CUES, tmp_path / "out dir: [1]" / f"{hostile.stem}.subtitled.mp4", "en")
+    assert out.name == f"{hostile.stem}.subtitled.mp4" and out.is_file()
+    read = words(ocr(frame(out, 2.0)[int(0.7 * 360) :], tmp_path))
+    assert len(read & words(CUES[0].text)) >= 0.7 * len(words(CUES[0].text))
+    assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temporary file left beside it
