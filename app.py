@@ -14,6 +14,7 @@ import ipaddress
 import logging
 import os
 import queue
+import re
 import shutil
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from pipeline import SubtitleError, TranscribeOptions
 from pipeline.jobs import JobOptions, JobResult, Progress, Source, run_job, write_outputs
 from pipeline.media import Limits, hms
 from pipeline.model import ModelCache
+from pipeline.render import BurnOptions, Style
 from pipeline.subtitles import format_timestamp
 from pipeline.transcribe import LANGUAGES
 
@@ -38,6 +40,8 @@ HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can cl
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
 FORMAT_CHOICES = [("SRT", "srt"), ("WebVTT", "vtt"), ("Plain text", "txt"), ("JSON (with timings)", "json")]
 TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
+PREVIEW_SECONDS = 60.0
+BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]
 LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
@@ -77,6 +81,13 @@ class SubtitleApp:
         beam_size: int = 5,
         initial_prompt: str | None = None,
         condition_on_previous_text: bool = True,
+        burn_in: str = "none",
+        font_size: float = 5.5,
+        position: str = "bottom",
+        text_colour: str = "#FFFFFF",
+        outline_colour: str = "#000000",
+        box: bool = False,
+        soft: bool = False,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
@@ -96,6 +107,13 @@ class SubtitleApp:
                 formats=tuple(formats or ("srt",)),
                 limits=self.options.limits,
                 allow_private_urls=self.options.allow_private_urls,
+                burn=None
+                if burn_in == "none"
+                else BurnOptions(
+                    Style(float(font_size) / 100, position, _hex(text_colour), _hex(outline_colour), bool(box)),
+                    preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
+                ),
+                soft=bool(soft),
             )
             yield from self._run(inputs, options, progress)
         except SubtitleError as e:
@@ -176,7 +194,10 @@ class SubtitleApp:
         vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
         languages = [LANGUAGES.get(f.result.info.language, f.result.info.language).title() for f in result.files]
         about = _about([f.source for f in result.files], languages)
-        preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
+        if first.burned is not None:  # the burned-in video is the preview (a track on top would draw the text twice)
+            preview = gr.Video(value=str(first.burned), subtitles=None)
+        else:
+            preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."
         return about, status, _table(rows, several), preview, [str(p) for p in result.downloads]
@@ -190,6 +211,13 @@ def _about(sources: list[Source], languages: list[str] = ()) -> str:
         facts += [languages[i]] if i < len(languages) else []
         lines.append(" · ".join([f"**{_escape(s.title)}**", *facts]))
     return "\n\n".join(lines)
+
+
+def _hex(colour: str) -> str:
+    """Gradio's colour picker gives #rrggbb, or rgba(r, g, b, a) in some browsers."""
+    if m := re.match(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)", colour or ""):
+        return "#" + "".join(f"{round(float(v)):02X}" for v in m.groups())
+    return colour
 
 
 def _escape(text: str) -> str:
@@ -232,6 +260,16 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     beam_size = gr.Slider(1, 10, value=5, step=1, label="Beam size (1 = greedy: faster, less exact)")
                     prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
                     condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
+                with gr.Accordion("Video with subtitles", open=False):
+                    burn_in = gr.Radio(BURN_CHOICES, value="none", label="Burn the subtitles into the picture")
+                    with gr.Row():
+                        font_size = gr.Slider(2, 12, value=5.5, step=0.5, label="Text size (% of the height)")
+                        position = gr.Radio([("Bottom", "bottom"), ("Top", "top")], value="bottom", label="Position")
+                    with gr.Row():
+                        text_colour = gr.ColorPicker("#FFFFFF", label="Text colour")
+                        outline_colour = gr.ColorPicker("#000000", label="Outline / box colour")
+                        box = gr.Checkbox(False, label="Box behind the text")
+                    soft = gr.Checkbox(False, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)")
                 button = gr.Button("Generate subtitles", variant="primary", elem_id="generate")
                 status = gr.Markdown(min_height=70, elem_id="status")  # the progress bar shows here
             with gr.Column(scale=1):
@@ -248,7 +286,24 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         )
         button.click(
             app.subtitle,
-            [files, url, model, language, task, formats, beam_size, prompt, condition],
+            [
+                files,
+                url,
+                model,
+                language,
+                task,
+                formats,
+                beam_size,
+                prompt,
+                condition,
+                burn_in,
+                font_size,
+                position,
+                text_colour,
+                outline_colour,
+                box,
+                soft,
+            ],  # fmt: skip
             [about, status, cues, preview, downloads],
             api_name="subtitle",
             show_progress_on=[status],

@@ -21,11 +21,14 @@ from pipeline.download import download
 from pipeline.errors import SubtitleError
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, OVWhisper
+from pipeline.render import BurnOptions, burn, mux_soft
 from pipeline.subtitles import FORMATS, clean_cues, render
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, normalize_language, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 _STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
+# With a burned-in or soft-subtitled video to make, encoding takes the last part of each input's bar.
+_STAGES_RENDERING = {"download": 0.0, "audio": 0.1, "model": 0.15, "transcribe": 0.2, "write": 0.7, "render": 0.72}
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class JobOptions:
     formats: tuple[str, ...] = ("srt",)  # which subtitle files to write, from FORMATS
     limits: Limits = Limits()
     allow_private_urls: bool = False  # links to localhost / LAN addresses (safe only when the server is private)
+    burn: BurnOptions | None = None  # also write <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
+    soft: bool = False  # also write <stem>.subs.mkv and <stem>.subs.mp4 with a subtitle track, streams copied
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,8 @@ class Source:
 class FileResult:
     source: Source
     result: SubtitleResult
-    outputs: tuple[Path, ...]  # one per format, in out_dir
+    outputs: tuple[Path, ...]  # one per format, then the videos made, in out_dir
+    burned: Path | None = None  # the video with the cues burned in, when asked for
 
 
 @dataclass(frozen=True)
@@ -155,8 +161,9 @@ def run_job(
     for i, item in enumerate(inputs):
 
         def report(stage: str, within: float | None, message: str, i=i) -> None:
-            start = _STAGES[stage]
-            end = min([v for v in _STAGES.values() if v > start], default=1.0)
+            stages = _STAGES_RENDERING if options.burn or options.soft else _STAGES
+            start = stages[stage]
+            end = min([v for v in stages.values() if v > start], default=1.0)
             local = start + (end - start) * (within or 0.0)
             on_progress(Progress((i + local) / len(inputs), message))
 
@@ -192,7 +199,28 @@ def run_job(
         result = _transcribe(audio, media, model, options.transcribe, lambda s, d, i=i: on_segment(i, s), transcribing)
         report("write", None, f"Writing the subtitles of {source.title}")
         stem = _unique_stem(Path(source.title).stem if isinstance(item, Path) else source.title, stems)
-        results.append(FileResult(source, result, tuple(write_outputs(result, formats, out_dir, stem))))
+        outputs = write_outputs(result, formats, out_dir, stem)
+        burned = None
+        if options.burn and media.has_video:
+            report("render", 0.0, f"Burning the subtitles into {source.title}")
+            burned = burn(
+                source.media,
+                result.segments,
+                out_dir / f"{stem}.subtitled.mp4",
+                result.info.language,
+                options.burn,
+                lambda f, title=source.title: report(
+                    "render", f, f"Burning the subtitles into {title}: {100 * f:.0f}%"
+                ),
+            )
+            outputs.append(burned)
+        if options.soft:
+            report("render", None, f"Adding a subtitle track to {source.title}")
+            for suffix in (".subs.mkv", ".subs.mp4"):
+                outputs.append(
+                    mux_soft(source.media, result.segments, out_dir / f"{stem}{suffix}", result.info.language)
+                )
+        results.append(FileResult(source, result, tuple(outputs), burned))
     downloads = results[0].outputs if len(results) == 1 else (_zip([p for r in results for p in r.outputs], out_dir),)
     on_progress(Progress(1.0, "Done"))
     return JobResult(tuple(results), downloads)

@@ -160,3 +160,20 @@ def test_cancelled_job_stops_and_leaves_nothing(client, app_server, tmp_path):
         assert time.monotonic() < deadline, "the cancelled job's folder was not removed"
         time.sleep(0.2)
     assert not any(isinstance(out[4], list) for out in job.outputs())  # it never finished
+
+
+def test_burned_preview_and_soft_tracks(client, videos, manifest):
+    """Burn-in (fast preview) and soft subtitles through the API: the videos come with the SRT, and the page's
+    preview is the burned video (no extra track, which would draw the text twice)."""
+    from pipeline.media import probe
+
+    about, status, cues, preview, downloads = client.predict(
+        files=[handle_file(str(videos[ENGLISH[0]]))], burn_in="preview", box=True, soft=True, api_name="/subtitle"
+    )
+    names = [d.rsplit("/", 1)[-1] for d in downloads]
+    stem = ENGLISH[0]
+    assert names == [f"{stem}.srt", f"{stem}.subtitled.mp4", f"{stem}.subs.mkv", f"{stem}.subs.mp4"]
+    burned = probe(downloads[1])
+    assert (burned.video_codec, burned.audio_codec) == ("h264", "aac")
+    assert preview["value"].endswith(".subtitled.mp4") and not preview.get("subtitles")
+    assert wer(manifest[stem]["reference_text"], srt_text(downloads[0])) <= 0.10

@@ -153,3 +153,21 @@ def test_ir_cache_is_reused_and_never_half_written(tmp_path, monkeypatch, ov_mod
     assert second == first
     assert {p.name: p.stat().st_mtime_ns for p in second.iterdir()} == stamps
     assert [p.name for p in tmp_path.iterdir()] == [first.name]
+
+
+def test_cli_burn_and_soft_with_a_hostile_file_name(model_cache, ov_model, tmp_path):
+    """`--burn --soft` write <stem>.subtitled.mp4, .subs.mkv and .subs.mp4 next to the SRT, whatever the name."""
+    from conftest import speech_video
+
+    from pipeline.media import probe
+
+    video = speech_video(ENGLISH[1], tmp_path / 'it\'s "a" [clip]: {x}, ünï 字幕.mp4')
+    out = tmp_path / "out"
+    proc = cli(str(video), "-o", str(out), "--burn", "--preview", "5", "--soft", "-q", "--box", "--position", "top",
+               env_cache=model_cache)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    stem = video.stem
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{stem}{suffix}" for suffix in (".srt", ".subtitled.mp4", ".subs.mkv", ".subs.mp4")
+    )
+    assert abs(probe(out / f"{stem}.subtitled.mp4").duration - 5.0) < 0.2
