@@ -87,6 +87,7 @@ class SubtitleApp:
         text_colour: str = "#FFFFFF",
         outline_colour: str = "#000000",
         box: bool = False,
+        margin: float = 0.0,
         soft: bool = False,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
@@ -110,7 +111,14 @@ class SubtitleApp:
                 burn=None
                 if burn_in == "none"
                 else BurnOptions(
-                    Style(float(font_size) / 100, position, _hex(text_colour), _hex(outline_colour), bool(box)),
+                    Style(
+                        float(font_size) / 100,
+                        position,
+                        _hex(text_colour),
+                        _hex(outline_colour),
+                        bool(box),
+                        float(margin) / 100 if margin else None,
+                    ),
                     preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
                 ),
                 soft=bool(soft),
@@ -269,6 +277,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                         text_colour = gr.ColorPicker("#FFFFFF", label="Text colour")
                         outline_colour = gr.ColorPicker("#000000", label="Outline / box colour")
                         box = gr.Checkbox(False, label="Box behind the text")
+                    margin = gr.Slider(0, 30, value=0, step=1, label="Margin (% of the height; 0 = automatic)")
                     soft = gr.Checkbox(False, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)")
                 button = gr.Button("Generate subtitles", variant="primary", elem_id="generate")
                 status = gr.Markdown(min_height=70, elem_id="status")  # the progress bar shows here
@@ -302,8 +311,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 text_colour,
                 outline_colour,
                 box,
+                margin,
                 soft,
-            ],  # fmt: skip
+            ],
             [about, status, cues, preview, downloads],
             api_name="subtitle",
             show_progress_on=[status],
