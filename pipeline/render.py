@@ -30,6 +30,9 @@ from pipeline.transcribe import Segment
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
 CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
+# libass sizes text by the font's ascent + descent; Noto CJK's are tall, so at the same size its glyphs come out
+# about a fifth smaller than DejaVu's. Scaled up to look the same size.
+CJK_SCALE = 1.2
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
 # Han, kana, Hangul, CJK punctuation and full-width forms: cues holding any of these are drawn with the CJK font.
@@ -99,7 +102,7 @@ YCbCr Matrix: TV.709
 [V4+ Styles]
 Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
 Style: Default,{LATIN_FONT},{size},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
-Style: CJK,{CJK_FONT},{size},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
+Style: CJK,{CJK_FONT},{round(size * CJK_SCALE)},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
 
 [Events]
 Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text

@@ -50,6 +50,12 @@ def test_ass_style(width, height, style, expected):
     assert {k: values[k] for k in expected} == expected
 
 
+def test_cjk_style_is_scaled_to_look_the_same_size():
+    ass = to_ass(CUES, 1280, 720)
+    assert style_line(ass)[2] == "40" and style_line(ass, "CJK")[2] == "48"
+    assert style_line(ass, "CJK")[1] == "Noto Sans CJK SC Regular" and style_line(ass)[1] == "DejaVu Sans"
+
+
 @pytest.mark.parametrize(
     "style, message",
     [
