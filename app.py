@@ -94,6 +94,8 @@ class SubtitleApp:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
         try:
             inputs = [*(Path(f) for f in files or []), *([url.strip()] if url and url.strip() else [])]
+            if burn_in not in {value for _, value in BURN_CHOICES}:
+                raise SubtitleError(f"Unknown burn-in choice {burn_in!r}: use none, preview or full")
             if model not in {spec for _, spec in self.model_choices}:
                 raise SubtitleError(f"Unknown model {model!r}: choose one of the list")
             options = JobOptions(
@@ -271,7 +273,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 with gr.Accordion("Video with subtitles", open=False):
                     burn_in = gr.Radio(BURN_CHOICES, value="none", label="Burn the subtitles into the picture")
                     with gr.Row():
-                        font_size = gr.Slider(2, 12, value=5.5, step=0.5, label="Text size (% of the height)")
+                        font_size = gr.Slider(2, 12, value=5.5, step=0.5, label="Text size (% of the shorter side)")
                         position = gr.Radio([("Bottom", "bottom"), ("Top", "top")], value="bottom", label="Position")
                     with gr.Row():
                         text_colour = gr.ColorPicker("#FFFFFF", label="Text colour")

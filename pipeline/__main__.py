@@ -11,7 +11,7 @@ from pipeline.errors import SubtitleError
 from pipeline.jobs import subtitle_file, write_outputs
 from pipeline.media import require_audio
 from pipeline.model import ModelOptions, load_model
-from pipeline.render import BurnOptions, Style, burn, mux_soft, to_ass
+from pipeline.render import BurnOptions, Style, burn, can_mux_mp4, mux_soft, to_ass
 from pipeline.subtitles import FORMATS, format_timestamp
 from pipeline.transcribe import TranscribeOptions, normalize_language
 
@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             preview_seconds=args.preview,
         )
         to_ass([], 640, 360, burn_options.style)  # a bad colour or position fails now, not after transcribing
+        if args.preview is not None and (args.preview <= 0 or not args.burn):
+            raise SubtitleError("--preview takes a positive number of seconds and goes with --burn")
         for path in args.inputs:  # fail in a second, before the model loads, when an input is unusable
             media = require_audio(path)
             if args.burn and not media.has_video:
@@ -107,12 +109,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.burn:
                 say(f"{path.name}: burning in the subtitles")
                 target = args.output_dir / f"{path.stem}.subtitled.mp4"
-                say(f"{path.name}: wrote {burn(path, result.segments, target, language, burn_options)}")
+                burned = burn(path, result.segments, target, language, burn_options, duration=result.info.duration)
+                say(f"{path.name}: wrote {burned}")
             if args.soft:
-                for suffix in (".subs.mkv", ".subs.mp4"):
-                    say(
-                        f"{path.name}: wrote {mux_soft(path, result.segments, args.output_dir / (path.stem + suffix), language)}"
-                    )
+                for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(result.media) else (".subs.mkv",):
+                    muxed = mux_soft(path, result.segments, args.output_dir / (path.stem + suffix), language)
+                    say(f"{path.name}: wrote {muxed}")
             say(
                 f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s"
             )

@@ -21,7 +21,7 @@ from pipeline.download import download
 from pipeline.errors import SubtitleError
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, OVWhisper
-from pipeline.render import BurnOptions, burn, mux_soft
+from pipeline.render import BurnOptions, burn, can_mux_mp4, mux_soft, to_ass
 from pipeline.subtitles import FORMATS, clean_cues, render
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, normalize_language, transcribe
 
@@ -152,6 +152,10 @@ def run_job(
     if not formats or any(f not in FORMATS for f in formats):
         raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
     normalize_language(options.transcribe.language)  # a wrong language or task fails now, not after a download
+    if options.burn is not None:
+        to_ass([], 640, 360, options.burn.style)  # a bad colour or position fails now, not after transcribing
+        if options.burn.preview_seconds is not None and options.burn.preview_seconds <= 0:
+            raise SubtitleError("The preview length must be a positive number of seconds")
     if options.transcribe.task not in ("transcribe", "translate"):
         raise SubtitleError(f"Unknown task {options.transcribe.task!r}: use transcribe or translate")
     checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if isinstance(x, Path)}
@@ -212,11 +216,12 @@ def run_job(
                 lambda f, title=source.title: report(
                     "render", f, f"Burning the subtitles into {title}: {100 * f:.0f}%"
                 ),
+                result.info.duration,
             )
             outputs.append(burned)
         if options.soft:
             report("render", None, f"Adding a subtitle track to {source.title}")
-            for suffix in (".subs.mkv", ".subs.mp4"):
+            for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 outputs.append(
                     mux_soft(source.media, result.segments, out_dir / f"{stem}{suffix}", result.info.language)
                 )

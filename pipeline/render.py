@@ -12,6 +12,7 @@ temporary name and renamed; ffmpeg is killed with its whole process group when i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -21,9 +22,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from pipeline.errors import SubtitleError
-from pipeline.media import ffmpeg_exe, probe
+from pipeline.media import MediaInfo, ffmpeg_exe, probe
 from pipeline.subtitles import clean_cues, to_srt
 from pipeline.transcribe import Segment
 
@@ -34,9 +36,12 @@ CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
 # about a fifth smaller than DejaVu's. Scaled up to look the same size.
 CJK_SCALE = 1.2
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
+MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
+MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
 # Han, kana, Hangul, CJK punctuation and full-width forms: cues holding any of these are drawn with the CJK font.
 # (libass finds fallback fonts through fontconfig only, never among the `fontsdir` fonts, so the choice is ours.)
+_BREAK_AFTER = set("。，、！？；：」』）)!?,;:. ")
 _CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 
 
@@ -107,10 +112,12 @@ Style: CJK,{CJK_FONT},{round(size * CJK_SCALE)},{text},{text},{outline},&H800000
 [Events]
 Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
 """
-    events = [
-        f"Dialogue: 0,{_ass_time(s.start)},{_ass_time(s.end)},{_style_for(s.text, language)},,0,0,0,,{_ass_text(s.text)}"
-        for s in clean_cues(segments)
-    ]
+    cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
+    events = []
+    for cue in clean_cues(segments):
+        style_name = _style_for(cue.text, language)
+        text = wrap_cjk(cue.text, cjk_per_line) if style_name == "CJK" else cue.text
+        events.append(f"Dialogue: 0,{_ass_time(cue.start)},{_ass_time(cue.end)},{style_name},,0,0,0,,{_ass_text(text)}")
     return header + "\n".join(events) + "\n"
 
 
@@ -121,12 +128,18 @@ def burn(
     language: str = "en",
     options: BurnOptions = BurnOptions(),
     progress: Callable[[float], None] = lambda fraction: None,
+    duration: float | None = None,
 ) -> Path:
-    """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept."""
+    """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
+
+    `duration` is the media's length when known otherwise (the decoded audio): some containers (live or browser
+    recordings) do not say, and the timeout and the progress bar depend on it."""
     media = probe(video)
     if not media.has_video or not media.width or not media.height:
         raise SubtitleError(f"{Path(video).name} has no picture to burn subtitles into: use --soft or an SRT")
-    duration = media.duration or 0.0
+    if options.preview_seconds is not None and options.preview_seconds <= 0:
+        raise SubtitleError("The preview length must be a positive number of seconds")
+    duration = media.duration or duration or 0.0
     if options.preview_seconds:
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
     with tempfile.TemporaryDirectory(prefix="burn-") as work:
@@ -134,10 +147,7 @@ def burn(
         (work / "subs.ass").write_text(
             to_ass(segments, media.width, media.height, options.style, language), encoding="utf-8"
         )
-        fonts = work / "fonts"
-        fonts.mkdir()
-        for path in font_files().values():
-            os.symlink(path, fonts / path.name)
+        _private_fonts(work)
         # even sizes (x264 with yuv420p needs them); the ass filter comes first so it sees the source's pixels
         vf = "ass=subs.ass:fontsdir=fonts,scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
@@ -145,7 +155,31 @@ def burn(
         args = ["-i", str(Path(video).resolve()), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
                 "-map", "0:v:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-preset", preset,
                 "-crf", str(options.crf), *audio, "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
-        return _write(out, args, work, duration, options.timeout_factor, progress)
+        timeout = 60 + options.timeout_factor * duration
+        return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work))
+
+
+def _private_fonts(work: Path) -> None:
+    """work/fonts holds the shipped fonts, and work/fonts.conf is a fontconfig setup that knows only those: libass
+    finds fallback glyphs through fontconfig, so with this it falls back among our fonts and never to the system's."""
+    fonts = work / "fonts"
+    fonts.mkdir()
+    for path in font_files().values():
+        os.symlink(path, fonts / path.name)
+    (work / "fonts.conf").write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n'
+        f"<fontconfig><dir>{escape(str(fonts))}</dir><cachedir>{escape(str(work / 'fc-cache'))}</cachedir></fontconfig>\n",
+        encoding="utf-8",
+    )
+
+
+def _fontconfig_env(work: Path) -> dict[str, str]:
+    return {**os.environ, "FONTCONFIG_FILE": str(work / "fonts.conf")}
+
+
+def can_mux_mp4(media: MediaInfo) -> bool:
+    """Whether the video stream can be copied into an MP4 (audio that can't is re-encoded to AAC instead)."""
+    return media.video_codec is None or media.video_codec in MP4_VIDEO
 
 
 def mux_soft(video: Path, segments: Sequence[Segment], out: Path, language: str = "en") -> Path:
@@ -157,44 +191,55 @@ def mux_soft(video: Path, segments: Sequence[Segment], out: Path, language: str 
     with tempfile.TemporaryDirectory(prefix="mux-") as work:
         work = Path(work)
         (work / "subs.srt").write_text(to_srt(segments, media.duration), encoding="utf-8")
+        mp4 = codec == "mov_text"
+        if mp4 and not can_mux_mp4(media):
+            raise SubtitleError(f"{media.video_codec} video can't go into an MP4 without re-encoding: use .mkv")
+        audio = "copy" if not mp4 or media.audio_codec in MP4_AUDIO or media.audio_codec is None else "aac"
         args = ["-i", str(Path(video).resolve()), "-i", "subs.srt", "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
-                "-c:v", "copy", "-c:a", "copy", "-c:s", codec, "-metadata:s:s:0", f"language={iso639_2(language)}",
+                "-c:v", "copy", "-c:a", audio, "-c:s", codec,
+                "-metadata:s:s:0", f"language={iso639_2(language, terminology=mp4)}",
                 "-disposition:s:0", "default"]  # fmt: skip
-        if codec == "mov_text":
+        if mp4:
             args += ["-movflags", "+faststart"]
-        return _write(out, args, work, media.duration or 0.0, 3.0, lambda fraction: None)
+        return _write(out, args, work, media.duration or 0.0, 60 + 3 * (media.duration or 0.0), lambda fraction: None)
 
 
-def iso639_2(language: str) -> str:
-    """Whisper's language code -> the three-letter code containers carry ("en" -> "eng", "de" -> "ger")."""
+def iso639_2(language: str, terminology: bool = False) -> str:
+    """Whisper's language code -> the three-letter code containers carry: ISO 639-2/B for Matroska ("de" -> "ger"),
+    ISO 639-2/T for MP4 (`terminology`: "de" -> "deu")."""
     import pycountry
 
     code = {"jw": "jv"}.get(language, language)  # whisper's old code for Javanese
     found = pycountry.languages.get(alpha_2=code) if len(code) == 2 else pycountry.languages.get(alpha_3=code)
     if found is None:
         return "und"
-    return getattr(found, "bibliographic", None) or found.alpha_3
+    return found.alpha_3 if terminology else getattr(found, "bibliographic", None) or found.alpha_3
 
 
 def _write(
-    out: Path, args: list[str], cwd: Path, duration: float, timeout_factor: float, progress: Callable[[float], None]
+    out: Path,
+    args: list[str],
+    cwd: Path,
+    duration: float,
+    timeout: float,
+    progress: Callable[[float], None],
+    env: dict[str, str] | None = None,
 ) -> Path:
-    """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group on timeout."""
+    """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group after `timeout` s."""
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
     os.close(fd)
     cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
            *args, tmp]  # fmt: skip
-    timeout = 60 + timeout_factor * duration
     try:
         proc = subprocess.Popen(
-            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, env=env
         )
         try:
             stderr = _follow(proc, duration, progress, timeout)
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)  # ffmpeg and anything it started
+            _kill(proc)  # ffmpeg and anything it started
             proc.wait()
             raise
         if proc.returncode != 0:
@@ -208,7 +253,7 @@ def _write(
 
 def _follow(proc: subprocess.Popen, duration: float, progress: Callable[[float], None], timeout: float) -> str:
     """Read ffmpeg's -progress lines until it exits; return its stderr."""
-    timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    timer = threading.Timer(timeout, _kill, (proc,))
     timer.daemon = True
     timer.start()
     errors: list[str] = []
@@ -227,6 +272,12 @@ def _follow(proc: subprocess.Popen, duration: float, progress: Callable[[float],
     return errors[0] if errors else ""
 
 
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def _ass_colour(colour: str) -> str:
     m = _COLOUR.match(colour.strip())
     if not m:
@@ -238,6 +289,25 @@ def _ass_colour(colour: str) -> str:
 def _ass_time(seconds: float) -> str:
     cs = max(0, round(seconds * 100))
     return f"{cs // 360000}:{cs // 6000 % 60:02d}:{cs // 100 % 60:02d}.{cs % 100:02d}"
+
+
+def wrap_cjk(text: str, per_line: int) -> str:
+    """Break lines longer than `per_line` characters into balanced lines, after punctuation when one is near.
+
+    libass wraps only at spaces, and Chinese and Japanese have none: an unwrapped long cue runs off the picture."""
+    out = []
+    for line in text.splitlines() or [""]:
+        while len(line) > per_line:
+            lines_left = -(-len(line) // per_line)
+            target = -(-len(line) // lines_left)  # balanced: the same length for every line
+            near = [i + 1 for i in range(max(1, target - 4), min(per_line, target + 3)) if line[i] in _BREAK_AFTER]
+            cut = min(near, key=lambda c: abs(c - target), default=target)
+            if cut < len(line) and line[cut] in _BREAK_AFTER and cut < per_line:  # no line starts with punctuation
+                cut += 1
+            out.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+        out.append(line)
+    return "\n".join(out)
 
 
 def _style_for(text: str, language: str) -> str:

@@ -14,7 +14,7 @@ from conftest import ENGLISH, clip_path, ffmpeg
 
 from pipeline.errors import SubtitleError
 from pipeline.media import ffmpeg_exe, probe
-from pipeline.render import BurnOptions, Style, _ass_text, _ass_time, burn, iso639_2, mux_soft, to_ass
+from pipeline.render import BurnOptions, Style, _ass_text, _ass_time, burn, iso639_2, mux_soft, to_ass, wrap_cjk
 from pipeline.transcribe import Segment
 
 TESSERACT = shutil.which("tesseract")
@@ -103,11 +103,28 @@ def test_cjk_cues_use_the_cjk_font(text, language, style):
 
 
 @pytest.mark.parametrize(
-    "language, code",
-    [("en", "eng"), ("de", "ger"), ("zh", "chi"), ("ja", "jpn"), ("haw", "haw"), ("jw", "jav"), ("xx", "und")],
-)
-def test_container_language_codes(language, code):
-    assert iso639_2(language) == code
+    "language, matroska, mp4",
+    [("en", "eng", "eng"), ("de", "ger", "deu"), ("zh", "chi", "zho"), ("fr", "fre", "fra"), ("ja", "jpn", "jpn"),
+     ("haw", "haw", "haw"), ("jw", "jav", "jav"), ("xx", "und", "und")],
+)  # fmt: skip
+def test_container_language_codes(language, matroska, mp4):
+    assert iso639_2(language) == matroska and iso639_2(language, terminology=True) == mp4
+
+
+@pytest.mark.parametrize(
+    "text, per_line, wrapped",
+    [
+        ("短い文", 12, "短い文"),
+        ("我们今天讨论字幕的生成，这是一个很长的句子需要换行才能显示完整。", 12,
+         "我们今天讨论字幕的生成，\n这是一个很长的句子需\n要换行才能显示完整。"),  # after the comma, never before
+        ("一二三四五六七八九十一二三四五六七八九十", 10, "一二三四五六七八九十\n一二三四五六七八九十"),  # balanced
+        ("一二三四五六七八九十一", 10, "一二三四五六\n七八九十一"),
+        ("line one\n二行目", 4, "line\none\n二行目"),
+        ("", 10, ""),
+    ],
+)  # fmt: skip
+def test_cjk_lines_are_wrapped(text, per_line, wrapped):
+    assert wrap_cjk(text, per_line) == wrapped
 
 
 @pytest.fixture(scope="module")
@@ -198,11 +215,23 @@ def test_preview_is_the_first_seconds(source, tmp_path):
     assert abs(probe(out).duration - 4.0) < 0.2
 
 
+def test_ffmpeg_that_overruns_is_killed_and_leaves_nothing(tmp_path):
+    from pipeline.render import _write
+
+    endless = ["-re", "-f", "lavfi", "-i", "testsrc=size=64x64:rate=5", "-c:v", "libx264"]  # never ends by itself
+    with pytest.raises(SubtitleError, match=r"^ffmpeg took longer than 2 s and was stopped$"):
+        _write(tmp_path / "out.mp4", endless, tmp_path, 0.0, 2.0, lambda f: None)
+    assert list(tmp_path.iterdir()) == []
+    alive = subprocess.run(["pgrep", "-f", "testsrc=size=64x64:rate=5"], capture_output=True, text=True).stdout
+    assert alive.strip() == ""
+
+
 @pytest.mark.parametrize("suffix, codec", [(".mp4", "mov_text"), (".mkv", "subrip")])
 def test_soft_subtitles_copy_the_video_and_carry_the_cues(source, tmp_path, suffix, codec):
     out = mux_soft(source, CUES, tmp_path / f"soft{suffix}", "de")
     listing = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(out)], capture_output=True, text=True).stderr
-    assert re.search(rf"Stream #0:2(\[0x3\])?\(ger\): Subtitle: {codec}", listing), listing
+    tag = "deu" if suffix == ".mp4" else "ger"  # ISO 639-2/T in MP4, /B in Matroska
+    assert re.search(rf"Stream #0:2(\[0x3\])?\({tag}\): Subtitle: {codec}", listing), listing
     assert stream_hash(out, "v") == stream_hash(source, "v")  # not re-encoded: the same packets
     assert stream_hash(out, "a") == stream_hash(source, "a")
     text = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(out), "-map", "0:s:0", "-f", "srt", "-"],
