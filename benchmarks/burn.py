@@ -2,7 +2,7 @@
 
     python benchmarks/burn.py [--eval-dir ../shared/eval] [--presets veryfast,superfast]
 
-The video: the English clips of ../shared/eval joined (9.2 min of speech) under a 1280x720 30 fps test pattern
+The video: the English clips of ../shared/eval joined (9.2 min of speech, repeated up to --minutes) under a 1280x720 30 fps test pattern
 (testsrc2: moving, noisy, harder for x264 than most real footage). Prints a table: transcription (Whisper base,
 beam 5), then burn-in as a 60-second preview and of the whole video with the default settings and other presets.
 """
@@ -29,8 +29,9 @@ from pipeline.render import BurnOptions, burn  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def make_video(eval_dir: Path, out: Path) -> None:
+def make_video(eval_dir: Path, out: Path, minutes: float) -> None:
     audio, _ = compose(eval_dir)
+    audio = np.resize(audio, int(minutes * 60 * SAMPLE_RATE))  # the clips again from the start, up to `minutes`
     pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16).tobytes()
     cmd = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1",
            "-i", "-", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-map", "1:v", "-map", "0:a", "-shortest",
@@ -42,11 +43,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
     p.add_argument("--presets", default="veryfast,superfast", help="x264 presets to time besides the default")
+    p.add_argument("--minutes", type=float, default=10.0)
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         video = Path(tmp) / "talk.mp4"
-        make_video(args.eval_dir, video)
+        make_video(args.eval_dir, video, args.minutes)
         minutes = probe(video).duration / 60
         model = load_model()
         started = time.monotonic()

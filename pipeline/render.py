@@ -61,8 +61,8 @@ class BurnOptions:
     preview_seconds: float | None = None  # only the first N seconds (fast); None: the whole video
     crf: int = 23  # x264 quality (lower is better and bigger)
     # x264 speed/size trade-off. None: veryfast for a preview; ultrafast for the whole video, which keeps burning in
-    # well under the transcription time (10 min of 720p30 test pattern on 2 cores: veryfast 97 s, superfast 79 s,
-    # ultrafast 46 s; transcribing 10 min takes about 75 s) at the price of a bigger file.
+    # well under the transcription time (benchmarks/burn.py, 10 min of 720p30 on 2 cores: ultrafast 52 s, superfast
+    # 79 s, veryfast 111 s; transcription 82 s) at the price of a bigger file.
     preset: str | None = None
     timeout_factor: float = (
         3.0  # ffmpeg may run this many times the media's duration (plus a minute) before it is killed
