@@ -1,0 +1,150 @@
+"""Check any SRT file against broadcast readability rules: python -m pipeline.check FILE.srt [FILE.srt ...]
+
+Prints every cue that breaks a rule (line length, number of lines, reading speed, duration, gap to the next cue,
+overlap) and a summary per file; exits 1 when any rule is broken, 2 when a file can't be read. It works on any SRT,
+ours or not. The defaults are the common broadcast/streaming rules (Netflix's timed-text style guide, BBC): 42
+characters per line (16 for Chinese/Japanese/Korean, which count characters), 2 lines, 20 characters per second,
+5/6 s to 7 s on screen, 2 frames at 24 fps between cues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.subtitles import format_timestamp
+
+RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
+_TIMING = re.compile(r"(\d+):(\d{1,2}):(\d{1,2})[,.](\d{1,3})\s*-->\s*(\d+):(\d{1,2}):(\d{1,2})[,.](\d{1,3})")
+
+
+@dataclass(frozen=True)
+class CueRules:
+    max_line_chars: int = 42  # characters per line
+    max_line_chars_cjk: int = 16  # for Chinese, Japanese, Korean lines, which count characters
+    max_lines: int = 2
+    max_cps: float = 20.0  # characters per second on screen, line breaks not counted
+    min_duration: float = 5 / 6  # seconds
+    max_duration: float = 7.0
+    min_gap: float = 2 / 24  # seconds between one cue's end and the next one's start (2 frames at 24 fps)
+
+
+@dataclass(frozen=True)
+class Cue:
+    index: int  # 1-based position in the file
+    start: float
+    end: float
+    text: str  # lines joined with "\n", tags removed
+
+
+@dataclass(frozen=True)
+class Problem:
+    cue: Cue
+    rule: str  # one of RULES
+    detail: str
+
+
+def parse_srt(text: str) -> list[Cue]:
+    """Cues from SRT text; tolerant of a BOM, CRLF, '.' for ',', missing or wrong numbers and extra blank lines."""
+    cues = []
+    for block in re.split(r"\n\s*\n", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").strip()):
+        lines = block.strip("\n").split("\n")
+        timing = next((i for i, line in enumerate(lines[:2]) if _TIMING.search(line)), None)
+        if timing is None:
+            continue
+        h1, m1, s1, f1, h2, m2, s2, f2 = _TIMING.search(lines[timing]).groups()
+        start = int(h1) * 3600 + int(m1) * 60 + int(s1) + int(f1.ljust(3, "0")) / 1000
+        end = int(h2) * 3600 + int(m2) * 60 + int(s2) + int(f2.ljust(3, "0")) / 1000
+        body = [_TAG.sub("", line).strip() for line in lines[timing + 1 :]]
+        cues.append(Cue(len(cues) + 1, start, end, "\n".join(line for line in body if line)))
+    return cues
+
+
+def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
+    """Every rule each cue breaks, in cue order."""
+    problems = []
+    for i, cue in enumerate(cues):
+        lines = cue.text.split("\n") if cue.text else []
+        for n, line in enumerate(lines, start=1):
+            limit = rules.max_line_chars_cjk if _is_cjk(line) else rules.max_line_chars
+            if len(line) > limit:
+                problems.append(Problem(cue, "line length", f"line {n} has {len(line)} characters (max {limit})"))
+        if len(lines) > rules.max_lines:
+            problems.append(Problem(cue, "lines", f"{len(lines)} lines (max {rules.max_lines})"))
+        duration = cue.end - cue.start
+        chars = sum(len(line) for line in lines)
+        if duration > 0 and chars / duration > rules.max_cps:
+            problems.append(
+                Problem(cue, "reading speed", f"{chars / duration:.1f} characters/s (max {rules.max_cps:g})")
+            )
+        if duration < rules.min_duration - 1e-6:
+            problems.append(Problem(cue, "duration", f"{duration:.3f} s on screen (min {rules.min_duration:.3f})"))
+        elif duration > rules.max_duration + 1e-6:
+            problems.append(Problem(cue, "duration", f"{duration:.3f} s on screen (max {rules.max_duration:g})"))
+        if i + 1 < len(cues):
+            gap = cues[i + 1].start - cue.end
+            if gap < -1e-6:
+                problems.append(Problem(cue, "overlap", f"overlaps the next cue by {-gap:.3f} s"))
+            elif gap < rules.min_gap - 1e-6:
+                problems.append(Problem(cue, "gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
+    return problems
+
+
+def summary(cues: Sequence[Cue], problems: Sequence[Problem]) -> str:
+    broken = len({p.cue.index for p in problems})
+    share = 100 * (len(cues) - broken) / len(cues) if cues else 100.0
+    counts = Counter(p.rule for p in problems)
+    by_rule = ", ".join(f"{rule} {counts[rule]}" for rule in RULES)
+    return f"{len(cues)} cues, {broken} break a rule, {share:.1f}% pass ({by_rule})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m pipeline.check",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE.srt")
+    defaults = CueRules()
+    p.add_argument("--max-line-chars", type=int, default=defaults.max_line_chars)
+    p.add_argument("--max-line-chars-cjk", type=int, default=defaults.max_line_chars_cjk)
+    p.add_argument("--max-lines", type=int, default=defaults.max_lines)
+    p.add_argument("--max-cps", type=float, default=defaults.max_cps)
+    p.add_argument("--min-duration", type=float, default=defaults.min_duration)
+    p.add_argument("--max-duration", type=float, default=defaults.max_duration)
+    p.add_argument("--min-gap", type=float, default=defaults.min_gap)
+    args = p.parse_args(argv)
+    rules = CueRules(args.max_line_chars, args.max_line_chars_cjk, args.max_lines, args.max_cps,
+                     args.min_duration, args.max_duration, args.min_gap)  # fmt: skip
+    any_broken = False
+    for path in args.files:
+        try:
+            cues = parse_srt(path.read_text(encoding="utf-8-sig", errors="replace"))
+        except OSError as e:
+            print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+            return 2
+        problems = check(cues, rules)
+        for problem in problems:
+            cue = problem.cue
+            first = cue.text.split("\n")[0] if cue.text else ""
+            print(f"{path.name}: cue {cue.index} {format_timestamp(cue.start)} --> {format_timestamp(cue.end)}: "
+                  f"{problem.rule}: {problem.detail}  | {first[:60]}")  # fmt: skip
+        print(f"{path.name}: {summary(cues, problems)}")
+        any_broken = any_broken or bool(problems)
+    return 1 if any_broken else 0
+
+
+def _is_cjk(line: str) -> bool:
+    visible = [c for c in line if not c.isspace()]
+    return bool(visible) and sum(bool(_CJK.match(c)) for c in visible) >= len(visible) / 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

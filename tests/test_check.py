@@ -1,0 +1,99 @@
+"""The SRT checker: parsing any SRT, each readability rule, and the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.check import Cue, CueRules, check, parse_srt, summary
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    "text, cues",
+    [
+        ("1\n00:00:01,000 --> 00:00:02,500\nHello\n", [(1.0, 2.5, "Hello")]),
+        ("\ufeff1\r\n00:00:01,000 --> 00:00:02,000\r\nBOM and CRLF\r\n\r\n", [(1.0, 2.0, "BOM and CRLF")]),
+        ("00:00:01.5 --> 00:00:02.25\nno index, dots\n", [(1.5, 2.25, "no index, dots")]),
+        ("7\n01:02:03,004 --> 10:00:00,000\n<i>two</i>\n{\\an8}lines\n", [(3723.004, 36000.0, "two\nlines")]),
+        ("1\n00:00:01,000 --> 00:00:02,000\na\n\n\n\n2\n00:00:03,000 --> 00:00:04,000\nb\n",
+         [(1.0, 2.0, "a"), (3.0, 4.0, "b")]),
+        ("not a subtitle\n\n1\n00:00:01,000 --> 00:00:02,000\n\n", [(1.0, 2.0, "")]),
+        ("", []),
+    ],
+)  # fmt: skip
+def test_parse_srt(text, cues):
+    assert [(c.start, c.end, c.text) for c in parse_srt(text)] == cues
+
+
+def cue(start, end, text, index=1):
+    return Cue(index, start, end, text)
+
+
+@pytest.mark.parametrize(
+    "cues, rules",
+    [
+        ([cue(0, 3, "A short, readable line.")], []),
+        ([cue(0, 3, "x" * 43)], ["line length"]),
+        ([cue(0, 3, "x" * 42)], []),
+        ([cue(0, 3, "字" * 17)], ["line length"]),  # CJK lines count characters, 16 at most
+        ([cue(0, 3, "字" * 16)], []),
+        ([cue(0, 3, "one\ntwo\nthree")], ["lines"]),
+        ([cue(0, 2, "x" * 41)], ["reading speed"]),  # 20.5 characters per second
+        ([cue(0, 2, "x" * 20 + "\n" + "x" * 20)], []),  # the line break is not read
+        ([cue(0, 0.5, "Hi")], ["duration"]),
+        ([cue(0, 8, "A long time on screen")], ["duration"]),
+        ([cue(0, 5 / 6, "Hi")], []),
+        ([cue(0, 2, "a", 1), cue(2.04, 4, "b", 2)], ["gap"]),
+        ([cue(0, 2, "a", 1), cue(2.0, 4, "b", 2)], ["gap"]),  # back to back: no break for the eye
+        ([cue(0, 2, "a", 1), cue(2.1, 4, "b", 2)], []),
+        ([cue(0, 3, "a", 1), cue(2, 4, "b", 2)], ["overlap"]),
+        ([cue(0, 3, "")], []),  # empty text breaks no reading rule
+        ([cue(0, 1, "x" * 50 + "\n" + "y" * 50 + "\nz")], ["line length", "line length", "lines", "reading speed"]),
+    ],
+)
+def test_rules(cues, rules):
+    assert [p.rule for p in check(cues)] == rules
+
+
+def test_rules_are_configurable():
+    assert check([cue(0, 3, "x" * 43)], CueRules(max_line_chars=50)) == []
+    assert [p.rule for p in check([cue(0, 3, "x" * 30)], CueRules(max_line_chars=20))] == ["line length"]
+
+
+def test_summary():
+    cues = [cue(0, 3, "ok", 1), cue(3.5, 4, "short", 2), cue(5, 6, "x" * 45, 3)]
+    assert summary(cues, check(cues)) == (
+        "3 cues, 2 break a rule, 33.3% pass (line length 1, lines 0, reading speed 1, duration 1, gap 0, overlap 0)"
+    )
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.check", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_command_line(tmp_path):
+    good = tmp_path / "good.srt"
+    good.write_text("1\n00:00:01,000 --> 00:00:03,000\nA fine cue.\n\n2\n00:00:03,500 --> 00:00:06,000\nAnother.\n")
+    bad = tmp_path / "bad.srt"
+    bad.write_text("1\n00:00:01,000 --> 00:00:01,400\nThis line is far too long to read comfortably on screen\n")
+    ok = run(str(good))
+    assert ok.returncode == 0 and ok.stdout.strip() == (
+        "good.srt: 2 cues, 0 break a rule, 100.0% pass "
+        "(line length 0, lines 0, reading speed 0, duration 0, gap 0, overlap 0)"
+    )
+    broken = run(str(good), str(bad))
+    assert broken.returncode == 1
+    lines = broken.stdout.strip().splitlines()
+    assert lines[1] == (
+        "bad.srt: cue 1 00:00:01,000 --> 00:00:01,400: line length: line 1 has 55 characters (max 42)"
+        "  | This line is far too long to read comfortably on screen"
+    )
+    assert [line.split(": ")[2] for line in lines[1:4]] == ["line length", "reading speed", "duration"]
+    assert lines[-1].startswith("bad.srt: 1 cues, 1 break a rule, 0.0% pass")
+    missing = run(str(tmp_path / "nope.srt"))
+    assert missing.returncode == 2 and missing.stderr.startswith("error: cannot read")
