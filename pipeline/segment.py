@@ -1,0 +1,142 @@
+"""Cue segmentation: timed words in, cues a broadcaster would ship out. Pure functions.
+
+The rules are pipeline.check's `CueRules` (the checker and the segmenter share them): at most `max_lines` lines of
+`max_line_chars` characters (16 for Chinese/Japanese/Korean, which count characters and get no spaces), at most
+`max_cps` characters per second, between `min_duration` and `max_duration` on screen, `min_gap` between cues.
+
+A cue breaks at a sentence end first, then at clause punctuation, then at the longest pause between words, and
+never inside a word. Lines are balanced. A cue ends when its speech ends (it is lengthened only to reach the
+minimum duration or a readable speed, and never into the next cue's gap).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.check import CueRules
+
+SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
+CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+PAUSE = 1.0  # seconds of silence between words that always ends a cue (a new utterance)
+
+
+@dataclass(frozen=True)
+class TimedWord:
+    text: str  # as whisper gives it: with its leading space in spaced languages
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Cue:
+    start: float
+    end: float
+    text: str  # lines joined with "\n"
+
+
+def is_cjk(words: Sequence[TimedWord]) -> bool:
+    text = "".join(w.text for w in words)
+    visible = [c for c in text if not c.isspace()]
+    return bool(visible) and sum(bool(CJK.match(c)) for c in visible) >= len(visible) / 2
+
+
+def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
+    """Group timed words into cues that keep every rule the words allow (a single word longer than a line stays
+    whole: words are never cut)."""
+    words = [w for w in words if w.text.strip()]
+    if not words:
+        return []
+    cjk = is_cjk(words) if cjk is None else cjk
+    line_chars = rules.max_line_chars_cjk if cjk else rules.max_line_chars
+    groups, current = [], []
+    for i, word in enumerate(words):
+        paused = bool(current) and word.start - current[-1].end >= PAUSE
+        if current and (paused or not _fits([*current, word], rules, line_chars, cjk)):
+            cut = len(current) if paused else _best_cut(current, rules)
+            groups.append(current[:cut])
+            current = current[cut:]
+            while current and not _fits([*current, word], rules, line_chars, cjk):
+                groups.append(current)  # the rest cannot take this word either
+                current = []
+        current.append(word)
+        following = words[i + 1] if i + 1 < len(words) else None
+        if SENTENCE_END.search(word.text.strip()) and (
+            following is None
+            or current[-1].end - current[0].start >= rules.min_duration
+            or not _fits([*current, following], rules, line_chars, cjk)
+        ):
+            groups.append(current)  # a sentence end closes the cue once it has been on screen long enough
+            current = []
+    if current:
+        groups.append(current)
+    cues = [Cue(g[0].start, g[-1].end, _lines(g, line_chars, cjk, rules.max_lines)) for g in groups]
+    return _retime(cues, rules)
+
+
+def _text(words: Sequence[TimedWord], cjk: bool) -> str:
+    if cjk:
+        return "".join(w.text.strip() for w in words)
+    return " ".join(w.text.strip() for w in words)
+
+
+def _fits(words: Sequence[TimedWord], rules: CueRules, line_chars: int, cjk: bool) -> bool:
+    text = _text(words, cjk)
+    lines = _lines(words, line_chars, cjk, rules.max_lines).split("\n")
+    if len(lines) > rules.max_lines or any(len(line) > line_chars for line in lines):
+        return False
+    if words[-1].end - words[0].start > rules.max_duration:
+        return False
+    # reading speed, counted over the time the cue may take (up to max_duration), not just the speech
+    return len(text) <= rules.max_cps * max(words[-1].end - words[0].start, rules.max_duration)
+
+
+def _best_cut(words: Sequence[TimedWord], rules: CueRules) -> int:
+    """Where to end the cue that cannot take the next word: after the latest sentence end, else the latest clause
+    end, else at the longest pause between words (the later one on ties); never in the first third when avoidable."""
+    n = len(words)
+    if n == 1:
+        return 1
+    candidates = range(1, n)  # cut before words[cut]
+    for pattern in (SENTENCE_END, CLAUSE_END):
+        found = [c for c in candidates if pattern.search(words[c - 1].text.strip()) and c >= n / 3]
+        if found:
+            return found[-1]
+    gaps = [(words[c].start - words[c - 1].end, c) for c in candidates if c >= n / 3] or [
+        (words[c].start - words[c - 1].end, c) for c in candidates
+    ]
+    return max(gaps)[1]
+
+
+def _lines(words: Sequence[TimedWord], line_chars: int, cjk: bool, max_lines: int) -> str:
+    """One line if it fits, else the balanced split into two (preferring a break after punctuation), else more."""
+    text = _text(words, cjk)
+    if len(text) <= line_chars or len(words) == 1:
+        return text
+    best = None
+    for cut in range(1, len(words)):
+        top, bottom = _text(words[:cut], cjk), _text(words[cut:], cjk)
+        over = max(0, len(top) - line_chars) + max(0, len(bottom) - line_chars)
+        punctuation = 0 if CLAUSE_END.search(top) or SENTENCE_END.search(top) else 1
+        score = (over, abs(len(top) - len(bottom)) + 6 * punctuation)
+        if best is None or score < best[0]:
+            best = (score, cut)
+    cut = best[1]
+    if best[0][0] == 0 or max_lines <= 2:
+        return _text(words[:cut], cjk) + "\n" + _text(words[cut:], cjk)
+    return _text(words[:cut], cjk) + "\n" + _lines(words[cut:], line_chars, cjk, max_lines - 1)
+
+
+def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
+    """Lengthen cues that are too short or too fast to read, into the silence after them but never closer than
+    `min_gap` to the next cue (which also trims a cue that would touch the next one)."""
+    out = []
+    for i, cue in enumerate(cues):
+        limit = cues[i + 1].start - rules.min_gap if i + 1 < len(cues) else float("inf")
+        chars = len(cue.text.replace("\n", ""))  # as pipeline.check counts them
+        end = max(cue.end, cue.start + max(rules.min_duration, chars / rules.max_cps))  # readable
+        end = min(end, max(cue.end, cue.start + rules.max_duration), limit)  # not too long, not into the gap
+        out.append(Cue(cue.start, end if end > cue.start else cue.end, cue.text))
+    return out

@@ -1,0 +1,103 @@
+"""Cue segmentation rules, table-driven: timed words in, cues out; every cue is checked by pipeline.check."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.check import Cue as CheckedCue
+from pipeline.check import check
+from pipeline.segment import TimedWord, segment
+
+
+def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.05, pauses: dict | None = None,
+          cps: float | None = None):  # fmt: skip
+    """Timed words from text: `per_word` seconds each (or as long as their letters take at `cps` characters per
+    second), `gap` between, longer `pauses` after given word indexes."""
+    out, t = [], start
+    for i, w in enumerate(text.split()):
+        length = len(w) / cps if cps else per_word
+        out.append(TimedWord(" " + w, round(t, 3), round(t + length, 3)))
+        t += length + gap + (pauses or {}).get(i, 0.0)
+    return out
+
+
+def cjk_words(text: str, start: float = 0.0, per_char: float = 0.2):
+    return [
+        TimedWord(c, round(start + i * per_char, 3), round(start + (i + 1) * per_char - 0.02, 3))
+        for i, c in enumerate(text)
+    ]
+
+
+def texts(cues):
+    return [c.text for c in cues]
+
+
+def rule_breaks(cues):
+    return [p.rule for p in check([CheckedCue(i + 1, c.start, c.end, c.text) for i, c in enumerate(cues)])]
+
+
+@pytest.mark.parametrize(
+    "timed, expected",
+    [
+        ([], []),
+        ([TimedWord("  ", 0, 1)], []),
+        (words("Hello there."), ["Hello there."]),
+        # two sentences, each long enough on screen: one cue each
+        (words("This is the first sentence here. And this is the second one."),
+         ["This is the first sentence here.", "And this is the second one."]),
+        # short sentences stay together until the cue has been up for 5/6 s
+        (words("Yes. No. Maybe so."), ["Yes. No. Maybe so."]),
+        # too long for one line: two balanced lines, broken after the comma
+        (words("If the reader will excuse me, I will say nothing of my antecedents"),
+         ["If the reader will excuse me,\nI will say nothing of my antecedents"]),
+        # a long pause always starts a new cue
+        (words("first words here and then after a pause", pauses={3: 1.5}),
+         ["first words here and", "then after a pause"]),
+        # numbers and symbols are words like any other
+        (words("In 1984 it cost $3.50, or 12% more."), ["In 1984 it cost $3.50, or 12% more."]),
+        # a word longer than a line is never cut
+        (words("Supercalifragilisticexpialidociousnessisnotawordbutstill ok"),
+         ["Supercalifragilisticexpialidociousnessisnotawordbutstill", "ok"]),
+    ],
+)  # fmt: skip
+def test_segmentation(timed, expected):
+    assert texts(segment(timed)) == expected
+
+
+def test_long_speech_is_split_into_readable_cues_at_clauses():
+    text = ("Printing, in the only sense with which we are at present concerned, differs from most if not from all "
+            "the arts and crafts represented in the Exhibition in being comparatively modern, for although the "
+            "Chinese took impressions from wood blocks engraved in relief for centuries before the woodcutters of "
+            "the Netherlands, by a similar process, produced the block books.")  # fmt: skip
+    cues = segment(words(text, cps=16, gap=0.05))  # about 15 characters per second, like real speech
+    assert " ".join(c.text.replace("\n", " ") for c in cues) == text  # nothing lost, nothing added
+    assert rule_breaks(cues) == []
+    assert all(len(c.text.split("\n")) <= 2 for c in cues)
+    # a 97-character clause must break inside; every other cue ends at a comma or full stop
+    assert sum(c.text.endswith(",") or c.text.endswith(".") for c in cues) >= len(cues) - 2
+
+
+def test_cjk_counts_characters_and_adds_no_spaces():
+    cues = segment(cjk_words("我们今天讨论字幕的生成。这是一个很长的句子，需要分成两行才能显示完整，否则观众读不完。"))
+    assert all(" " not in c.text for c in cues)
+    assert all(len(line) <= 16 for c in cues for line in c.text.split("\n"))
+    assert "".join(c.text.replace("\n", "") for c in cues) == (
+        "我们今天讨论字幕的生成。这是一个很长的句子，需要分成两行才能显示完整，否则观众读不完。"
+    )
+    assert cues[0].text == "我们今天讨论字幕的生成。"  # the sentence end closes the first cue
+    assert rule_breaks(cues) == []
+
+
+def test_cues_end_when_speech_ends_and_keep_their_gap():
+    timed = words("A sentence that is spoken here.") + words("Another one after a long silence.", start=10.0)
+    first, second = segment(timed)
+    assert first.end == pytest.approx(timed[5].end)  # long enough already: not stretched into the silence
+    assert second.start == 10.0
+    # too short to read: lengthened to 5/6 s, into the silence after it
+    hi = segment(words("Hi.") + words("Next words after a pause.", start=1.5))
+    assert texts(hi) == ["Hi.", "Next words after a pause."] and hi[0].end == pytest.approx(5 / 6)
+    # speech that ends right before the next sentence: trimmed to leave 2 frames
+    close = words("This first sentence is long enough.") + words("Then the next.", start=2.1)
+    a, b = segment(close)
+    assert close[5].end > b.start - 2 / 24 and a.end == pytest.approx(b.start - 2 / 24)
+    assert rule_breaks([a, b]) == []
