@@ -73,7 +73,7 @@ def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
     for i, cue in enumerate(cues):
         lines = cue.text.split("\n") if cue.text else []
         for n, line in enumerate(lines, start=1):
-            limit = rules.max_line_chars_cjk if _is_cjk(line) else rules.max_line_chars
+            limit = rules.max_line_chars_cjk if is_cjk_text(line) else rules.max_line_chars
             if len(line) > limit:
                 problems.append(Problem(cue, "line length", f"line {n} has {len(line)} characters (max {limit})"))
         if len(lines) > rules.max_lines:
@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any_broken else 0
 
 
-def _is_cjk(line: str) -> bool:
+def is_cjk_text(line: str) -> bool:
+    """Mostly Chinese, Japanese or Korean characters (which count one by one and take no spaces)."""
     visible = [c for c in line if not c.isspace()]
     return bool(visible) and sum(bool(_CJK.match(c)) for c in visible) >= len(visible) / 2
 

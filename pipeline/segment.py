@@ -15,11 +15,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.check import CueRules
+from pipeline.check import CueRules, is_cjk_text
 
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
 PAUSE = 1.0  # seconds of silence between words that always ends a cue (a new utterance)
 
 
@@ -38,9 +37,7 @@ class Cue:
 
 
 def is_cjk(words: Sequence[TimedWord]) -> bool:
-    text = "".join(w.text for w in words)
-    visible = [c for c in text if not c.isspace()]
-    return bool(visible) and sum(bool(CJK.match(c)) for c in visible) >= len(visible) / 2
+    return is_cjk_text("".join(w.text for w in words))
 
 
 def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
