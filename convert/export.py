@@ -5,6 +5,9 @@ Two IR models per checkpoint:
 - encoder.xml: mel (B, n_mels, 3000) -> audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, d/heads).
   The cross-attention keys/values of every decoder layer depend only on the audio, so they are computed here,
   once per 30-second window, instead of once per generated token.
+- aligner.xml: tokens (B, T) and cross_{k,v}_i -> logits (B, T, vocab) and alignment_qk (B, A, T, 1500): the
+  cross-attention scores of the A alignment heads over the whole token sequence, no cache. Word timestamps are
+  whisper's dynamic time warping over these (whisper.timing), run once per window that asks for them.
 - decoder.xml: tokens (B, T), beam_idx (B,), logit_pos (K,), cross_{k,v}_i and past_{k,v}_i (B, heads, P, d/heads)
   per layer -> logits (B, K, vocab) at positions logit_pos and present_{k,v}_i (B, heads, P + T, d/heads). The self-attention cache is explicit:
   each step's `present` tensors are bound as the next step's `past` inputs (see pipeline/model.py), and
@@ -35,8 +38,8 @@ from whisper.model import Whisper
 if TYPE_CHECKING:
     from convert.checkpoints import Checkpoint
 
-EXPORT_VERSION = 2  # bump when the IR layout changes, so old cache entries are not reused
-FILES = ("encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin", "model.json")
+EXPORT_VERSION = 3  # bump when the IR layout changes, so old cache entries are not reused
+FILES = ("encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin", "aligner.xml", "aligner.bin", "model.json")
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,17 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
             port.get_tensor().set_names({name})
         ov.save_model(decoder, out / "decoder.xml", compress_to_fp16=options.compress_to_fp16)
 
+        aligner = ov.convert_model(
+            _Aligner(model),
+            example_input=(example[0], *example[3 : 3 + 2 * layers]),
+            input=[((-1, -1), ov.Type.i64)] + [((-1, heads, dims.n_audio_ctx, hs), ov.Type.f32)] * 2 * layers,
+        )
+        for port, name in zip(aligner.inputs, ["tokens"] + names[3 : 3 + 2 * layers]):
+            port.get_tensor().set_names({name})
+        for port, name in zip(aligner.outputs, ["logits", "alignment_qk"]):
+            port.get_tensor().set_names({name})
+        ov.save_model(aligner, out / "aligner.xml", compress_to_fp16=options.compress_to_fp16)
+
     heads = model.alignment_heads.to_dense().nonzero().tolist()
     info = {"dims": asdict(dims), "alignment_heads": heads, "export": asdict(options), "version": EXPORT_VERSION}
     (out / "model.json").write_text(json.dumps(info, indent=1))
@@ -188,3 +202,37 @@ class _Decoder(nn.Module):
         x = x.index_select(1, logit_pos)  # (B, K, d)
         logits = dec.ln(x) @ dec.token_embedding.weight.T  # (B, K, vocab)
         return (logits, *presents)
+
+
+class _Aligner(nn.Module):
+    """The whole token sequence at once, without a cache: logits at every position and the raw cross-attention
+    scores (q·k / sqrt(hs), before softmax, as whisper's hooks see them) of the alignment heads only."""
+
+    def __init__(self, model: Whisper):
+        super().__init__()
+        self.decoder = model.decoder
+        self.n_head = model.dims.n_text_head
+        self.head_dim = model.dims.n_text_state // model.dims.n_text_head
+        self.n_audio_ctx = model.dims.n_audio_ctx
+        self.heads = [tuple(h) for h in model.alignment_heads.to_dense().nonzero().tolist()]  # (layer, head)
+
+    def forward(self, tokens: Tensor, *cross: Tensor) -> tuple[Tensor, Tensor]:
+        dec, t = self.decoder, tokens.shape[1]
+        x = dec.token_embedding(tokens) + dec.positional_embedding[:t]  # (B, T, d)
+        mask = torch.arange(t)[None, :] <= torch.arange(t)[:, None]  # (T, T) causal
+        scores = []
+        for i, block in enumerate(dec.blocks):
+            h = block.attn_ln(x)
+            q, k, v = (_heads(m(h), self.n_head) for m in (block.attn.query, block.attn.key, block.attn.value))
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = x + block.attn.out(y.transpose(1, 2).flatten(2))
+            h = block.cross_attn_ln(x)
+            q = _heads(block.cross_attn.query(h), self.n_head)
+            k_t = cross[2 * i].reshape(-1, self.n_head, self.head_dim, self.n_audio_ctx)  # (B, nh, hs, S)
+            qk = q @ k_t  # (B, nh, T, S), already scaled by hs**-0.5 through k
+            scores += [qk[:, head] for layer, head in self.heads if layer == i]
+            y = torch.softmax(qk, dim=-1) @ cross[2 * i + 1]
+            x = x + block.cross_attn.out(y.transpose(1, 2).flatten(2))
+            x = x + block.mlp(block.mlp_ln(x))
+        logits = dec.ln(x) @ dec.token_embedding.weight.T  # (B, T, vocab)
+        return logits, torch.stack(scores, dim=1)  # (B, A, T, S)

@@ -43,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
     p.add_argument(
+        "--word-timestamps", action="store_true", help="time every word (on whenever the JSON format is written)"
+    )
+    p.add_argument(
         "--burn", action="store_true", help="also write DIR/<stem>.subtitled.mp4 with the subtitles burned in"
     )
     p.add_argument("--preview", type=float, default=None, metavar="SECONDS", help="burn only the first SECONDS (fast)")
@@ -79,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             beam_size=None if args.beam_size <= 1 else args.beam_size,
             initial_prompt=args.initial_prompt,
             condition_on_previous_text=not args.no_condition_on_previous_text,
+            word_timestamps=args.word_timestamps or "json" in formats,
         )
         burn_options = BurnOptions(
             style=Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),

@@ -12,7 +12,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +158,8 @@ def run_job(
             raise SubtitleError("The preview length must be a positive number of seconds")
     if options.transcribe.task not in ("transcribe", "translate"):
         raise SubtitleError(f"Unknown task {options.transcribe.task!r}: use transcribe or translate")
+    if "json" in formats and not options.transcribe.word_timestamps:  # JSON carries every word's timing
+        options = replace(options, transcribe=replace(options.transcribe, word_timestamps=True))
     checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if isinstance(x, Path)}
     out_dir.mkdir(parents=True, exist_ok=True)
     stems: set[str] = set()

@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import openvino as ov
@@ -39,7 +40,7 @@ class OVWhisper:
     def __init__(self, ir_dir: Path, options: ModelOptions = ModelOptions()):
         info = json.loads((ir_dir / "model.json").read_text())
         self.dims = ModelDimensions(**info["dims"])
-        self.alignment_heads: list[list[int]] = info["alignment_heads"]
+        self.head_list: list[list[int]] = info["alignment_heads"]  # (layer, head) pairs, in the aligner's order
         self.ir_dir = ir_dir
         config = {
             "INFERENCE_PRECISION_HINT": options.precision,
@@ -52,7 +53,14 @@ class OVWhisper:
             config["INFERENCE_NUM_THREADS"] = options.threads
         core = ov.Core()
         self.encoder_model = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
-        self.decoder = _CompiledDecoder(core.compile_model(ir_dir / "decoder.xml", "CPU", config))
+        self.decoder = _CompiledDecoder(
+            core.compile_model(ir_dir / "decoder.xml", "CPU", config), self.dims.n_text_layer
+        )
+        self.aligner = core.compile_model(ir_dir / "aligner.xml", "CPU", config)
+        heads = torch.zeros(self.dims.n_text_layer, self.dims.n_text_head, dtype=torch.bool)
+        for layer, head in self.head_list:
+            heads[layer, head] = True
+        self.alignment_heads = heads.to_sparse()  # as whisper's Whisper has it (whisper.timing reads it)
         self._requests = threading.local()  # one encoder request per thread: concurrent jobs share this model
         self.device = torch.device("cpu")  # whisper.decoding moves tensors to model.device
 
@@ -76,11 +84,16 @@ class OVWhisper:
         (B, L, 2, heads, 1500, hs) output is reshaped (no copy) to (B, 2L, 1500, d) because whisper's
         detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state).
         """
+        last = getattr(self._requests, "last", None)  # word timestamps encode the window decode() just encoded
+        if last is not None and last[0].data_ptr() == mel.data_ptr() and last[0].shape == mel.shape:
+            return last[1]
         req = self._encoder_request()
         req.infer({0: mel.numpy()})
         cross_kv = req.get_tensor("cross_kv").data.copy()
         b = cross_kv.shape[0]
-        return torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
+        result = torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
+        self._requests.last = (mel, result)  # holding `mel` keeps its memory from being reused for another window
+        return result
 
     def encode(self, mel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Both encoder outputs: audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, hs)."""
@@ -103,6 +116,31 @@ class OVWhisper:
         tokens, probs = whisper_detect_language(self, mel_or_cross_kv, tokenizer)
         return (tokens[0], probs[0]) if single else (tokens, probs)
 
+    def __call__(self, mel: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Whisper's forward pass, (B, T, vocab) logits, as whisper.timing.find_alignment calls it for word timestamps.
+
+        The alignment heads' cross-attention scores go to the hooks find_alignment registers on
+        `decoder.blocks[i].cross_attn` (as PyTorch forward hooks would see them), so whisper's own dynamic time
+        warping and word-timing rules run unchanged on our IR."""
+        cross_kv = self.encoder(mel)  # (B, 2L, 1500, d) view of (B, L, 2, nh, 1500, hs)
+        dims = self.dims
+        heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
+        kv = cross_kv.numpy().reshape(-1, dims.n_text_layer, 2, heads, dims.n_audio_ctx, hs)
+        req = self.aligner.create_infer_request()
+        req.set_tensor("tokens", ov.Tensor(np.ascontiguousarray(tokens.numpy(), dtype=np.int64)))
+        for i in range(dims.n_text_layer):
+            for j, name in enumerate("kv"):
+                req.set_tensor(f"cross_{name}_{i}", ov.Tensor(np.ascontiguousarray(kv[:, i, j])))
+        req.infer()
+        scores = torch.from_numpy(req.get_tensor("alignment_qk").data.copy())  # (B, A, T, S)
+        for layer, block in enumerate(self.decoder.blocks):
+            qk = torch.zeros(scores.shape[0], heads, *scores.shape[2:])  # (B, nh, T, S): only alignment heads filled
+            for a, (head_layer, head) in enumerate(self.head_list):
+                if head_layer == layer:
+                    qk[:, head] = scores[:, a]
+            block.cross_attn.run_hooks((None, qk))
+        return torch.from_numpy(req.get_tensor("logits").data.copy())
+
     def decode(
         self, mel: torch.Tensor, options: DecodingOptions = DecodingOptions()
     ) -> DecodingResult | list[DecodingResult]:
@@ -116,13 +154,41 @@ class OVWhisper:
 
 
 class _CompiledDecoder:
-    """The compiled decoder IR. `blocks` is empty because whisper's DecodingTask.__init__ builds a PyTorchInference
-    (which lists the PyTorch blocks) before OVDecodingTask replaces it."""
+    """The compiled decoder IR, plus one stand-in per layer for what whisper's code reaches into a PyTorch decoder
+    for: `blocks[i].attn.key/value` (listed by the PyTorchInference that DecodingTask.__init__ builds before
+    OVDecodingTask replaces it) and `blocks[i].cross_attn.register_forward_hook` (whisper.timing's word timestamps)."""
 
-    blocks = ()
-
-    def __init__(self, compiled: ov.CompiledModel):
+    def __init__(self, compiled: ov.CompiledModel, n_layer: int):
         self.compiled = compiled
+        self.blocks = tuple(_Block() for _ in range(n_layer))
+
+
+class _HookPoint:
+    """Accepts forward hooks like an nn.Module and calls them with (module, inputs, outputs) when `run_hooks` is."""
+
+    def __init__(self):
+        self._hooks: dict[int, object] = {}
+        self._next = 0
+
+    def register_forward_hook(self, hook):
+        key, self._next = self._next, self._next + 1
+        self._hooks[key] = hook
+        return _Handle(lambda: self._hooks.pop(key, None))
+
+    def run_hooks(self, outputs) -> None:
+        for hook in list(self._hooks.values()):
+            hook(self, (), outputs)
+
+
+class _Handle:
+    def __init__(self, remove):
+        self.remove = remove
+
+
+class _Block:
+    def __init__(self):
+        self.attn = SimpleNamespace(key=None, value=None)
+        self.cross_attn = _HookPoint()
 
 
 class OVDecodingTask(DecodingTask):

@@ -23,6 +23,7 @@ from whisper.audio import (
     pad_or_trim,
 )
 from whisper.decoding import DecodingOptions, DecodingResult
+from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import SubtitleError
@@ -46,6 +47,7 @@ class TranscribeOptions:
     condition_on_previous_text: bool = True  # prompt each window with the text so far
     initial_prompt: str | None = None  # vocabulary or style hint for the first window
     suppress_tokens: str = "-1"  # token ids to suppress; "-1" is whisper's default set of symbols
+    word_timestamps: bool = False  # time every word (cross-attention + dynamic time warping, as whisper does)
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def _segments(
     if options.initial_prompt:
         all_tokens += tokenizer.encode(" " + options.initial_prompt.strip())
 
-    seek = 0
+    seek, last_speech_timestamp = 0, 0.0
     while seek < content_frames:
         time_offset = seek * HOP_LENGTH / SAMPLE_RATE
         segment_size = min(N_FRAMES, content_frames - seek)
@@ -163,22 +165,40 @@ def _segments(
             pieces, seek_advance = _split_at_timestamps(tokens, tokenizer.timestamp_begin, segment_size)
             seek += seek_advance
             window_end = time_offset + segment_size * HOP_LENGTH / SAMPLE_RATE
+            current = []
             for start_pos, end_pos, piece in pieces:
                 text = tokenizer.decode([t for t in piece if t < tokenizer.eot]).strip()
                 start = time_offset + start_pos * TIME_PRECISION
                 end = min(time_offset + end_pos * TIME_PRECISION, window_end)
-                if not text or end <= start:
-                    continue
-                all_tokens += piece
+                if text and end > start:
+                    current.append({"seek": previous_seek, "start": start, "end": end, "text": text, "tokens": piece})
+            if options.word_timestamps and current:
+                # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end
+                add_word_timestamps(
+                    segments=current,
+                    model=model,
+                    tokenizer=tokenizer,
+                    mel=mel_segment,
+                    num_frames=segment_size,
+                    last_speech_timestamp=last_speech_timestamp,
+                )
+                spoken = [w["end"] for seg in current for w in seg.get("words", [])]
+                last_speech_timestamp = spoken[-1] if spoken else last_speech_timestamp
+            for seg in current:
+                all_tokens += seg["tokens"]
+                words = seg.get("words")
                 yield Segment(
-                    start=round(start, 3),
-                    end=round(end, 3),
-                    text=text,
-                    tokens=tuple(piece),
+                    start=round(seg["start"], 3),
+                    end=round(seg["end"], 3),
+                    text=seg["text"],
+                    tokens=tuple(seg["tokens"]),
                     avg_logprob=result.avg_logprob,
                     no_speech_prob=result.no_speech_prob,
                     compression_ratio=result.compression_ratio,
                     temperature=result.temperature,
+                    words=None
+                    if words is None
+                    else tuple(Word(w["start"], w["end"], w["word"], w["probability"]) for w in words),
                 )
             if not options.condition_on_previous_text or result.temperature > 0.5:
                 prompt_reset_since = len(all_tokens)  # a high-temperature decode is no good prompt

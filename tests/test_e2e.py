@@ -171,3 +171,23 @@ def test_cli_burn_and_soft_with_a_hostile_file_name(model_cache, ov_model, tmp_p
         f"{stem}{suffix}" for suffix in (".srt", ".subtitled.mp4", ".subs.mkv", ".subs.mp4")
     )
     assert abs(probe(out / f"{stem}.subtitled.mp4").duration - 5.0) < 0.2
+
+
+def test_word_timestamps_in_json(ov_model, audio, manifest):
+    """Words come with the segments when asked for: in order, inside their segment, spelling out its text."""
+    import json
+
+    from pipeline.subtitles import render
+
+    segments, info = transcribe(audio(ENGLISH[0]), ov_model, TranscribeOptions(language="en", word_timestamps=True))
+    segments = list(segments)
+    assert segments and all(s.words for s in segments)
+    for s in segments:
+        assert "".join(w.word for w in s.words).strip() == s.text
+        assert s.start - 0.01 <= s.words[0].start and s.words[-1].end <= s.end + 0.01
+        assert all(a.end <= b.start + 1e-6 and w.start <= w.end for a, b, w in zip(s.words, s.words[1:], s.words))
+        assert all(0.0 <= w.probability <= 1.0 for w in s.words)
+    data = json.loads(render("json", segments, info.language, info.duration))
+    words = [w for cue in data["segments"] for w in cue["words"]]
+    assert [w["word"] for w in words] == [w.word for s in segments for w in s.words]
+    assert set(words[0]) == {"start", "end", "word", "probability"}

@@ -80,3 +80,29 @@ def test_language_detection_matches(ov_model, torch_model, audio):
     _, got = ov_model.detect_language(mel)
     assert isinstance(got, dict) and max(got, key=got.get) == max(expected, key=expected.get) == "es"
     assert got["es"] == pytest.approx(expected["es"], abs=1e-3)
+
+
+@pytest.mark.parametrize("clip", [ENGLISH[0], ENGLISH[2], SPANISH])
+def test_word_timestamps_match_pytorch(ov_model, torch_model, audio, clip):
+    """whisper.timing's own word timing, run on the aligner IR and on PyTorch with the same tokens: same words,
+    same times (to whisper's 10 ms rounding) and the same probabilities."""
+    from whisper.timing import add_word_timestamps
+
+    samples = audio(clip)
+    mel = mel_of(samples)
+    language = "es" if clip == SPANISH else "en"
+    result = ov_model.decode(mel, whisper.DecodingOptions(language=language, without_timestamps=True, fp16=False))
+    tokenizer = whisper.tokenizer.get_tokenizer(True, language=language, task="transcribe")
+    frames = min(len(samples) // whisper.audio.HOP_LENGTH, whisper.audio.N_FRAMES)
+    timed = {}
+    for name, model in (("ours", ov_model), ("pytorch", torch_model)):
+        segments = [{"seek": 0, "start": 0.0, "end": frames / 100, "text": result.text, "tokens": result.tokens}]
+        add_word_timestamps(
+            segments=segments, model=model, tokenizer=tokenizer, mel=mel, num_frames=frames, last_speech_timestamp=0.0
+        )
+        timed[name] = segments[0]["words"]
+    assert [w["word"] for w in timed["ours"]] == [w["word"] for w in timed["pytorch"]]
+    assert "".join(w["word"] for w in timed["ours"]).strip() == result.text.strip()
+    for a, b in zip(timed["ours"], timed["pytorch"], strict=True):
+        assert abs(a["start"] - b["start"]) <= 0.02 and abs(a["end"] - b["end"]) <= 0.02, (a, b)
+        assert a["probability"] == pytest.approx(b["probability"], abs=1e-3)
