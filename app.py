@@ -31,6 +31,7 @@ from pipeline.jobs import JobOptions, JobResult, Progress, Source, run_job, writ
 from pipeline.media import Limits, hms
 from pipeline.model import ModelCache
 from pipeline.render import BurnOptions, Style
+from pipeline.segment import CueRules
 from pipeline.subtitles import format_timestamp
 from pipeline.transcribe import LANGUAGES
 
@@ -89,6 +90,9 @@ class SubtitleApp:
         box: bool = False,
         margin: float = 0.0,
         soft: bool = False,
+        cue_rules: bool = True,
+        max_line_chars: int = 42,
+        max_cps: float = 20.0,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
@@ -124,6 +128,7 @@ class SubtitleApp:
                     preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
                 ),
                 soft=bool(soft),
+                rules=CueRules(max_line_chars=int(max_line_chars), max_cps=float(max_cps)) if cue_rules else None,
             )
             yield from self._run(inputs, options, progress)
         except SubtitleError as e:
@@ -210,6 +215,11 @@ class SubtitleApp:
             preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."
+        rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding
+            [*([f.source.title] if several else []), _time(c.start), _time(c.end), c.text.replace("\n", " / ")]
+            for f in result.files
+            for c in f.result.segments
+        ]
         return about, status, _table(rows, several), preview, [str(p) for p in result.downloads]
 
 
@@ -270,6 +280,12 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     beam_size = gr.Slider(1, 10, value=5, step=1, label="Beam size (1 = greedy: faster, less exact)")
                     prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
                     condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
+                    cue_rules = gr.Checkbox(
+                        True, label="Readable cues: broadcast rules for lines, reading speed, timing"
+                    )
+                    with gr.Row():
+                        max_line_chars = gr.Slider(20, 60, value=42, step=1, label="Characters per line")
+                        max_cps = gr.Slider(10, 30, value=20, step=1, label="Characters per second")
                 with gr.Accordion("Video with subtitles", open=False):
                     burn_in = gr.Radio(BURN_CHOICES, value="none", label="Burn the subtitles into the picture")
                     with gr.Row():
@@ -315,6 +331,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 box,
                 margin,
                 soft,
+                cue_rules,
+                max_line_chars,
+                max_cps,
             ],
             [about, status, cues, preview, downloads],
             api_name="subtitle",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
@@ -12,6 +13,7 @@ from pipeline.jobs import subtitle_file, write_outputs
 from pipeline.media import require_audio
 from pipeline.model import ModelOptions, load_model
 from pipeline.render import BurnOptions, Style, burn, can_mux_mp4, mux_soft, to_ass
+from pipeline.segment import CueRules
 from pipeline.subtitles import FORMATS, format_timestamp
 from pipeline.transcribe import TranscribeOptions, normalize_language
 
@@ -42,6 +44,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
+    rules = CueRules()
+    p.add_argument("--no-cue-rules", action="store_true", help="keep whisper's segments as cues (no line/CPS rules)")
+    p.add_argument("--max-line-chars", type=int, default=rules.max_line_chars, help="characters per line in a cue")
+    p.add_argument("--max-lines", type=int, default=rules.max_lines, help="lines per cue")
+    p.add_argument("--max-cps", type=float, default=rules.max_cps, help="reading speed, characters per second")
     p.add_argument(
         "--word-timestamps", action="store_true", help="time every word (on whenever the JSON format is written)"
     )
@@ -84,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             condition_on_previous_text=not args.no_condition_on_previous_text,
             word_timestamps=args.word_timestamps or "json" in formats,
         )
+        rules = (
+            None
+            if args.no_cue_rules
+            else replace(CueRules(), max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps)
+        )
         burn_options = BurnOptions(
             style=Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),
             preview_seconds=args.preview,
@@ -106,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"  ({100 * min(segment.end / max(duration, 1e-9), 1):.0f}%)"
                 )
 
-            result = subtitle_file(path, model, options, on_segment=show)
+            result = subtitle_file(path, model, options, on_segment=show, rules=rules)
             for written in write_outputs(result, formats, args.output_dir, path.stem):
                 say(f"{path.name}: wrote {written}")
             language = result.info.language

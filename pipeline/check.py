@@ -17,23 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.segment import CueRules, is_cjk_text
 from pipeline.subtitles import format_timestamp
 
+SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
 RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
 _TIMING = re.compile(r"(\d+):(\d{1,2}):(\d{1,2})[,.](\d{1,3})\s*-->\s*(\d+):(\d{1,2}):(\d{1,2})[,.](\d{1,3})")
-
-
-@dataclass(frozen=True)
-class CueRules:
-    max_line_chars: int = 42  # characters per line
-    max_line_chars_cjk: int = 16  # for Chinese, Japanese, Korean lines, which count characters
-    max_lines: int = 2
-    max_cps: float = 20.0  # characters per second on screen, line breaks not counted
-    min_duration: float = 5 / 6  # seconds
-    max_duration: float = 7.0
-    min_gap: float = 2 / 24  # seconds between one cue's end and the next one's start (2 frames at 24 fps)
 
 
 @dataclass(frozen=True)
@@ -84,15 +74,15 @@ def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
             problems.append(
                 Problem(cue, "reading speed", f"{chars / duration:.1f} characters/s (max {rules.max_cps:g})")
             )
-        if duration < rules.min_duration - 1e-6:
+        if duration < rules.min_duration - SRT_PRECISION:
             problems.append(Problem(cue, "duration", f"{duration:.3f} s on screen (min {rules.min_duration:.3f})"))
-        elif duration > rules.max_duration + 1e-6:
+        elif duration > rules.max_duration + SRT_PRECISION:
             problems.append(Problem(cue, "duration", f"{duration:.3f} s on screen (max {rules.max_duration:g})"))
         if i + 1 < len(cues):
             gap = cues[i + 1].start - cue.end
-            if gap < -1e-6:
+            if gap < -SRT_PRECISION / 2:
                 problems.append(Problem(cue, "overlap", f"overlaps the next cue by {-gap:.3f} s"))
-            elif gap < rules.min_gap - 1e-6:
+            elif gap < rules.min_gap - SRT_PRECISION:
                 problems.append(Problem(cue, "gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
     return problems
 
@@ -139,12 +129,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path.name}: {summary(cues, problems)}")
         any_broken = any_broken or bool(problems)
     return 1 if any_broken else 0
-
-
-def is_cjk_text(line: str) -> bool:
-    """Mostly Chinese, Japanese or Korean characters (which count one by one and take no spaces)."""
-    visible = [c for c in line if not c.isspace()]
-    return bool(visible) and sum(bool(_CJK.match(c)) for c in visible) >= len(visible) / 2
 
 
 if __name__ == "__main__":

@@ -21,9 +21,11 @@ from pipeline.download import download
 from pipeline.errors import SubtitleError
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, OVWhisper
-from pipeline.render import BurnOptions, burn, can_mux_mp4, mux_soft, to_ass
+from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft, to_ass
+from pipeline.segment import CueRules, TimedWord
+from pipeline.segment import segment as segment_words
 from pipeline.subtitles import FORMATS, clean_cues, render
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, normalize_language, transcribe
+from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, normalize_language, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 _STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
@@ -44,10 +46,12 @@ def subtitle_file(
     options: TranscribeOptions = TranscribeOptions(),
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
+    rules: CueRules | None = CueRules(),
 ) -> SubtitleResult:
-    """Transcribe one media file. `on_segment(segment, duration)` sees each segment as soon as it is decoded."""
+    """Transcribe one media file. `on_segment(segment, duration)` sees each segment as soon as it is decoded; the
+    result's segments are cues cut by `rules` (None: whisper's segments as they are)."""
     media = require_audio(Path(path))
-    return _transcribe(load_audio(Path(path)), media, model, options, on_segment, progress)
+    return _transcribe(load_audio(Path(path)), media, model, options, on_segment, progress, rules)
 
 
 def _transcribe(
@@ -57,14 +61,41 @@ def _transcribe(
     options: TranscribeOptions,
     on_segment: Callable[[Segment, float], None] | None,
     progress: Callable[[float], None] | None,
+    rules: CueRules | None = CueRules(),
 ) -> SubtitleResult:
+    if rules is not None:  # cues are cut from timed words
+        options = replace(options, word_timestamps=True)
     segments, info = transcribe(audio, model, options, progress)
     collected = []
     for segment in segments:
         collected.append(segment)
         if on_segment is not None:
             on_segment(segment, info.duration)
+    if rules is not None:
+        collected = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
     return SubtitleResult(tuple(clean_cues(collected, info.duration)), info, media)
+
+
+def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Segment]:
+    """Whisper's segments re-cut into cues that keep the readability rules (pipeline.segment), from their words.
+    A segment without word timings (rare: alignment found none) keeps its own timing and text."""
+    out: list[Segment] = []
+    pending: list[TimedWord] = []
+
+    def flush() -> None:
+        for cue in segment_words(pending, rules, cjk):
+            words = tuple(Word(w.start, w.end, w.text, w.probability) for w in cue.words)
+            out.append(Segment(cue.start, cue.end, cue.text, words=words))
+        pending.clear()
+
+    for seg in segments:
+        if seg.words:
+            pending.extend(TimedWord(w.word, w.start, w.end, w.probability) for w in seg.words)
+        else:
+            flush()
+            out.append(seg)
+    flush()
+    return out
 
 
 def write_outputs(result: SubtitleResult, formats: Iterable[str], out_dir: Path, stem: str) -> list[Path]:
@@ -97,6 +128,7 @@ class JobOptions:
     allow_private_urls: bool = False  # links to localhost / LAN addresses (safe only when the server is private)
     burn: BurnOptions | None = None  # also write <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
     soft: bool = False  # also write <stem>.subs.mkv and <stem>.subs.mp4 with a subtitle track, streams copied
+    rules: CueRules | None = field(default_factory=CueRules)  # readability rules for the cues; None: whisper's segments
 
 
 @dataclass(frozen=True)
@@ -202,7 +234,9 @@ def run_job(
             report("transcribe", done, message)
 
         transcribing(0.0)
-        result = _transcribe(audio, media, model, options.transcribe, lambda s, d, i=i: on_segment(i, s), transcribing)
+        result = _transcribe(
+            audio, media, model, options.transcribe, lambda s, d, i=i: on_segment(i, s), transcribing, options.rules
+        )
         report("write", None, f"Writing the subtitles of {source.title}")
         stem = _unique_stem(Path(source.title).stem if isinstance(item, Path) else source.title, stems)
         outputs = write_outputs(result, formats, out_dir, stem)

@@ -1,6 +1,6 @@
 """Cue segmentation: timed words in, cues a broadcaster would ship out. Pure functions.
 
-The rules are pipeline.check's `CueRules` (the checker and the segmenter share them): at most `max_lines` lines of
+The rules are `CueRules` (pipeline.check checks any SRT against the same ones): at most `max_lines` lines of
 `max_line_chars` characters (16 for Chinese/Japanese/Korean, which count characters and get no spaces), at most
 `max_cps` characters per second, between `min_duration` and `max_duration` on screen, `min_gap` between cues.
 
@@ -15,11 +15,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.check import CueRules, is_cjk_text
-
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
 PAUSE = 1.0  # seconds of silence between words that always ends a cue (a new utterance)
+
+
+@dataclass(frozen=True)
+class CueRules:
+    max_line_chars: int = 42  # characters per line
+    max_line_chars_cjk: int = 16  # for Chinese, Japanese, Korean lines, which count characters
+    max_lines: int = 2
+    max_cps: float = 20.0  # characters per second on screen, line breaks not counted
+    min_duration: float = 5 / 6  # seconds
+    max_duration: float = 7.0
+    min_gap: float = 2 / 24  # seconds between one cue's end and the next one's start (2 frames at 24 fps)
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,7 @@ class TimedWord:
     text: str  # as whisper gives it: with its leading space in spaced languages
     start: float
     end: float
+    probability: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class Cue:
     start: float
     end: float
     text: str  # lines joined with "\n"
+    words: tuple[TimedWord, ...] = ()
 
 
 def is_cjk(words: Sequence[TimedWord]) -> bool:
@@ -69,7 +81,7 @@ def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool 
             current = []
     if current:
         groups.append(current)
-    cues = [Cue(g[0].start, g[-1].end, _lines(g, line_chars, cjk, rules.max_lines)) for g in groups]
+    cues = [Cue(g[0].start, g[-1].end, _lines(g, line_chars, cjk, rules.max_lines), tuple(g)) for g in groups]
     return _retime(cues, rules)
 
 
@@ -131,9 +143,16 @@ def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
     `min_gap` to the next cue (which also trims a cue that would touch the next one)."""
     out = []
     for i, cue in enumerate(cues):
-        limit = cues[i + 1].start - rules.min_gap if i + 1 < len(cues) else float("inf")
+        # 1 ms of margin both ways: subtitle files round times to whole milliseconds
+        limit = cues[i + 1].start - rules.min_gap - 0.001 if i + 1 < len(cues) else float("inf")
         chars = len(cue.text.replace("\n", ""))  # as pipeline.check counts them
-        end = max(cue.end, cue.start + max(rules.min_duration, chars / rules.max_cps))  # readable
+        end = max(cue.end, cue.start + max(rules.min_duration, chars / rules.max_cps) + 0.001)  # readable
         end = min(end, max(cue.end, cue.start + rules.max_duration), limit)  # not too long, not into the gap
-        out.append(Cue(cue.start, end if end > cue.start else cue.end, cue.text))
+        out.append(Cue(cue.start, end if end > cue.start else cue.end, cue.text, cue.words))
     return out
+
+
+def is_cjk_text(line: str) -> bool:
+    """Mostly Chinese, Japanese or Korean characters (which count one by one and take no spaces)."""
+    visible = [c for c in line if not c.isspace()]
+    return bool(visible) and sum(bool(_CJK.match(c)) for c in visible) >= len(visible) / 2

@@ -35,7 +35,7 @@ def clean_cues(segments: Iterable[Segment], duration: float | None = None) -> li
     """
     out: list[Segment] = []
     for seg in segments:
-        text = " ".join(seg.text.split())
+        text = "\n".join(" ".join(line.split()) for line in seg.text.splitlines() if line.strip())  # keeps lines
         if not text:
             continue
         start = max(seg.start, 0.0)
@@ -71,7 +71,7 @@ def to_vtt(segments: Sequence[Segment], duration: float | None = None) -> str:
 
 
 def to_txt(segments: Sequence[Segment], duration: float | None = None) -> str:
-    return "".join(f"{s.text}\n" for s in clean_cues(segments, duration))
+    return "".join(f"{' '.join(s.text.splitlines())}\n" for s in clean_cues(segments, duration))
 
 
 def to_json(segments: Sequence[Segment], language: str, duration: float) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.check import Cue, CueRules, check, parse_srt, summary
+from pipeline.check import Cue, check, parse_srt, summary
+from pipeline.segment import CueRules
 
 ROOT = Path(__file__).resolve().parents[1]
 

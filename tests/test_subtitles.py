@@ -38,7 +38,8 @@ def seg(start, end, text):
     [
         ([], None, []),
         ([seg(0, 1, "  ")], None, []),  # empty text
-        ([seg(0, 1, "a  b\n c")], None, [(0, 1, "a b c")]),  # whitespace collapsed
+        ([seg(0, 1, "a  b\n c")], None, [(0, 1, "a b\nc")]),  # whitespace collapsed, line breaks kept
+        ([seg(0, 1, " \n\n a \n")], None, [(0, 1, "a")]),  # blank lines dropped
         ([seg(0, 2, "a"), seg(1, 3, "b")], None, [(0, 1, "a"), (1, 3, "b")]),  # overlap: first gives way
         ([seg(2, 3, "a"), seg(1, 4, "b")], None, [(2, 3, "a"), (3, 4, "b")]),  # never backwards
         ([seg(0, 5, "a"), seg(9, 12, "b")], 10.0, [(0, 5, "a"), (9, 10, "b")]),  # clamped to the media
