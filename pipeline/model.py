@@ -23,6 +23,7 @@ from whisper.audio import N_FRAMES
 from whisper.decoding import DecodingOptions, DecodingResult, DecodingTask, Inference
 from whisper.decoding import detect_language as whisper_detect_language
 from whisper.model import ModelDimensions
+from whisper.timing import dtw as whisper_dtw
 from whisper.tokenizer import Tokenizer
 
 
@@ -279,7 +280,10 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     checkpoint = resolve_checkpoint(options.model)
     ir_dir = ensure_ir(checkpoint, ExportOptions(compress_to_fp16=options.compress_to_fp16), progress)
     progress(f"Loading {checkpoint.description}")
-    return OVWhisper(ir_dir, options)
+    model = OVWhisper(ir_dir, options)
+    # whisper's word-timing DTW is compiled by numba on first use (~3 s): pay it here, not in the first job
+    whisper_dtw(torch.zeros(2, 2))
+    return model
 
 
 class ModelCache:
