@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import jiwer
+import numpy as np
 import pytest
 import srt
 from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, mute_video, wer
@@ -191,3 +192,27 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
     words = [w for cue in data["segments"] for w in cue["words"]]
     assert [w["word"] for w in words] == [w.word for s in segments for w in s.words]
     assert set(words[0]) == {"start", "end", "word", "probability"}
+
+
+def test_no_cues_in_long_silence_or_noise(ov_model, audio, manifest):
+    """30 s of digital silence and 30 s of white noise between real utterances: every utterance is there and no
+    cue reaches into either stretch by more than the 0.3 s onset tolerance."""
+    from pipeline.jobs import _transcribe
+    from pipeline.media import SAMPLE_RATE, MediaInfo
+
+    rng = np.random.default_rng(0)
+    silence = np.zeros(30 * SAMPLE_RATE, np.float32)
+    noise = (rng.standard_normal(30 * SAMPLE_RATE) * 0.05).astype(np.float32)  # about -26 dBFS
+    clips = [audio(c) for c in ENGLISH[:3]]
+    samples = np.concatenate([clips[0], silence, clips[1], noise, clips[2]])
+    t0 = len(clips[0]) / SAMPLE_RATE
+    t1 = t0 + 30 + len(clips[1]) / SAMPLE_RATE
+    stretches = [(t0, t0 + 30), (t1, t1 + 30)]
+    result = _transcribe(samples, MediaInfo(len(samples) / SAMPLE_RATE, True, False), ov_model,
+                         TranscribeOptions(language="en"), None, None)  # fmt: skip
+    for start, end in stretches:
+        inside = [s for s in result.segments if s.start < end - 0.3 and s.end > start + 0.3]
+        assert inside == [], (start, end, inside)
+    text = " ".join(s.text.replace("\n", " ") for s in result.segments)
+    reference = " ".join(manifest[c]["reference_text"] for c in ENGLISH[:3])
+    assert wer(reference, text) <= 0.08
