@@ -172,6 +172,15 @@ class _Decoder(nn.Module):
         self.head_dim = model.dims.n_text_state // model.dims.n_text_head
         self.n_audio_ctx = model.dims.n_audio_ctx
 
+    def _cross_attention(self, block: nn.Module, x: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """x + cross-attention(x) over the audio, and the raw scores q·k / sqrt(hs) (k arrives pre-scaled)."""
+        q = _heads(block.cross_attn.query(block.cross_attn_ln(x)), self.n_head)
+        # cross K/V may have batch 1 for B beams: matmul broadcasts, so beams share one copy of the audio
+        k_t = k.reshape(-1, self.n_head, self.head_dim, self.n_audio_ctx)  # (1 or B, nh, hs, S)
+        qk = q @ k_t  # (B, nh, T, S)
+        y = torch.softmax(qk, dim=-1) @ v  # (B, nh, T, hs)
+        return x + block.cross_attn.out(y.transpose(1, 2).flatten(2)), qk
+
     def forward(self, tokens: Tensor, beam_idx: Tensor, logit_pos: Tensor, *kv: Tensor) -> tuple[Tensor, ...]:
         # logit_pos: the token positions whose logits are returned (whisper reads only the SOT and the last one,
         #   and the vocabulary projection is the costliest matmul, so a long prompt must not pay it per token)
@@ -192,28 +201,19 @@ class _Decoder(nn.Module):
             presents += [k, v]  # (B, nh, P + T, hs)
             y = F.scaled_dot_product_attention(_heads(block.attn.query(h), self.n_head), k, v, attn_mask=mask)
             x = x + block.attn.out(y.transpose(1, 2).flatten(2))
-            h = block.cross_attn_ln(x)
-            q = _heads(block.cross_attn.query(h), self.n_head)
-            # cross K/V may have batch 1 for B beams: matmul broadcasts, so beams share one copy of the audio
-            k_t = cross[2 * i].reshape(-1, self.n_head, self.head_dim, self.n_audio_ctx)  # (1 or B, nh, hs, S)
-            y = torch.softmax(q @ k_t, dim=-1) @ cross[2 * i + 1]  # (B, nh, T, hs)
-            x = x + block.cross_attn.out(y.transpose(1, 2).flatten(2))
+            x, _ = self._cross_attention(block, x, cross[2 * i], cross[2 * i + 1])
             x = x + block.mlp(block.mlp_ln(x))
         x = x.index_select(1, logit_pos)  # (B, K, d)
         logits = dec.ln(x) @ dec.token_embedding.weight.T  # (B, K, vocab)
         return (logits, *presents)
 
 
-class _Aligner(nn.Module):
+class _Aligner(_Decoder):
     """The whole token sequence at once, without a cache: logits at every position and the raw cross-attention
     scores (q·k / sqrt(hs), before softmax, as whisper's hooks see them) of the alignment heads only."""
 
     def __init__(self, model: Whisper):
-        super().__init__()
-        self.decoder = model.decoder
-        self.n_head = model.dims.n_text_head
-        self.head_dim = model.dims.n_text_state // model.dims.n_text_head
-        self.n_audio_ctx = model.dims.n_audio_ctx
+        super().__init__(model)
         self.heads = [tuple(h) for h in model.alignment_heads.to_dense().nonzero().tolist()]  # (layer, head)
 
     def forward(self, tokens: Tensor, *cross: Tensor) -> tuple[Tensor, Tensor]:
@@ -226,13 +226,8 @@ class _Aligner(nn.Module):
             q, k, v = (_heads(m(h), self.n_head) for m in (block.attn.query, block.attn.key, block.attn.value))
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             x = x + block.attn.out(y.transpose(1, 2).flatten(2))
-            h = block.cross_attn_ln(x)
-            q = _heads(block.cross_attn.query(h), self.n_head)
-            k_t = cross[2 * i].reshape(-1, self.n_head, self.head_dim, self.n_audio_ctx)  # (B, nh, hs, S)
-            qk = q @ k_t  # (B, nh, T, S), already scaled by hs**-0.5 through k
+            x, qk = self._cross_attention(block, x, cross[2 * i], cross[2 * i + 1])
             scores += [qk[:, head] for layer, head in self.heads if layer == i]
-            y = torch.softmax(qk, dim=-1) @ cross[2 * i + 1]
-            x = x + block.cross_attn.out(y.transpose(1, 2).flatten(2))
             x = x + block.mlp(block.mlp_ln(x))
         logits = dec.ln(x) @ dec.token_embedding.weight.T  # (B, T, vocab)
         return logits, torch.stack(scores, dim=1)  # (B, A, T, S)
