@@ -8,6 +8,7 @@ is a generator, so a progress bar or a web page can show each segment as soon as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -28,6 +29,7 @@ from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import SubtitleError
 from pipeline.model import OVWhisper
+from pipeline.vad import SpeechMap, VadOptions, speech_map
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
 TIME_PRECISION = N_SAMPLES_PER_TOKEN / SAMPLE_RATE  # 0.02 s per timestamp token
@@ -48,6 +50,8 @@ class TranscribeOptions:
     initial_prompt: str | None = None  # vocabulary or style hint for the first window
     suppress_tokens: str = "-1"  # token ids to suppress; "-1" is whisper's default set of symbols
     word_timestamps: bool = False  # time every word (cross-attention + dynamic time warping, as whisper does)
+    vad: bool = True  # voice activity detection: skip non-speech, cut windows in pauses, no text where nobody speaks
+    vad_threshold: float = 0.5  # speech probability above which a 32-ms frame is speech
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,8 @@ def _segments(
         suppress_tokens=options.suppress_tokens,
         fp16=False,
     )
+    speech = speech_map(audio, VadOptions(threshold=options.vad_threshold)) if options.vad else None
+    guard = _Guard(speech, options.compression_ratio_threshold)
     all_tokens: list[int] = []
     prompt_reset_since = 0
     if options.initial_prompt:
@@ -148,30 +154,38 @@ def _segments(
 
     seek, last_speech_timestamp = 0, 0.0
     while seek < content_frames:
-        time_offset = seek * HOP_LENGTH / SAMPLE_RATE
-        segment_size = min(N_FRAMES, content_frames - seek)
         previous_seek = seek
+        heard = True
+        if speech is not None:  # start at the next speech, end the window in a pause
+            seek, window_end, heard = _plan_window(speech, seek, content_frames)
+            if seek >= content_frames:
+                break
+        else:
+            window_end = min(seek + N_FRAMES, content_frames)
+        time_offset = seek * HOP_LENGTH / SAMPLE_RATE
+        segment_size = window_end - seek
         result = None
         # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
         if not _is_quiet(audio[seek * HOP_LENGTH : (seek + segment_size) * HOP_LENGTH]):
             mel_segment = pad_or_trim(mel[:, seek : seek + segment_size], N_FRAMES)
-            prompt = all_tokens[prompt_reset_since:]
-            result = _decode_with_fallback(model, mel_segment, replace(decode_options, prompt=prompt), options)
+            prompt = replace(decode_options, prompt=all_tokens[prompt_reset_since:])
+            if heard or _no_speech_prob(model, mel_segment, prompt) < SURE_NO_SPEECH:
+                result = _decode_with_fallback(model, mel_segment, prompt, options)
+                if not heard and not _sure(result):
+                    result = None
 
         if result is None or _is_silence(result, options):
             seek += segment_size
         else:
-            tokens = result.tokens
-            pieces, seek_advance = _split_at_timestamps(tokens, tokenizer.timestamp_begin, segment_size)
-            seek += seek_advance
-            window_end = time_offset + segment_size * HOP_LENGTH / SAMPLE_RATE
+            pieces, seek_advance = _split_at_timestamps(result.tokens, tokenizer.timestamp_begin, segment_size)
+            window_end_time = time_offset + segment_size * HOP_LENGTH / SAMPLE_RATE
             current = []
             for start_pos, end_pos, piece in pieces:
                 text = tokenizer.decode([t for t in piece if t < tokenizer.eot]).strip()
                 start = time_offset + start_pos * TIME_PRECISION
-                end = min(time_offset + end_pos * TIME_PRECISION, window_end)
+                end = min(time_offset + end_pos * TIME_PRECISION, window_end_time)
                 if text and end > start:
-                    current.append({"seek": previous_seek, "start": start, "end": end, "text": text, "tokens": piece})
+                    current.append({"seek": seek, "start": start, "end": end, "text": text, "tokens": piece})
             if options.word_timestamps and current:
                 # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end
                 add_word_timestamps(
@@ -184,7 +198,15 @@ def _segments(
                 )
                 spoken = [w["end"] for seg in current for w in seg.get("words", [])]
                 last_speech_timestamp = spoken[-1] if spoken else last_speech_timestamp
+            next_seek = seek + seek_advance
+            if speech is not None and current:
+                for seg in current:
+                    _snap_to_speech(seg, speech)
+                next_seek = _missed_speech(speech, seek, next_seek, max(seg["end"] for seg in current))
+            seek = next_seek
             for seg in current:
+                if not guard.keep(seg, result):
+                    continue
                 all_tokens += seg["tokens"]
                 words = seg.get("words")
                 yield Segment(
@@ -205,6 +227,132 @@ def _segments(
         if progress is not None:
             progress(min(seek, content_frames) / max(content_frames, 1))
         assert seek > previous_seek, "the window loop must always advance"
+    if progress is not None:
+        progress(1.0)
+
+
+FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100 mel frames per second
+LEAD_IN = 0.2  # seconds of audio kept before speech starts, so the first word is whole
+SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
+PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
+MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
+UNHEARD = 2.0  # seconds without detected speech that whisper is asked about on their own
+# where the detector heard no speech, whisper's text is kept only when whisper is sure of it: a whisper measures
+# no_speech_prob 0.28, avg_logprob -0.37; white noise 0.99, synthetic music 0.81, mains hum 0.74 (Whisper base)
+SURE_NO_SPEECH = 0.5
+SURE_LOGPROB = -0.7
+
+
+def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> tuple[int, int, bool]:
+    """(start, end, has_speech) frames of the next window.
+
+    Where the voice activity detector found speech: from just before it, up to 30 s, ending in the first pause of
+    UNHEARD seconds, else the latest pause of at least SENTENCE_PAUSE (else the longest pause; else at 30 s, where whisper's own timestamps decide what
+    is decoded again). A stretch of UNHEARD seconds or more without detected speech is a window of its own, with
+    has_speech False: the detector misses whispers, so whisper gets to judge it, under stricter rules.
+    start == content_frames when nothing is left.
+    """
+    t, total = seek / FRAMES_PER_SECOND, content_frames / FRAMES_PER_SECOND
+    onset = speech.next_speech(t)
+    if (onset if onset is not None else total) - t >= UNHEARD:
+        end_t = t + 30.0 if onset is None else min(onset - LEAD_IN, t + 30.0)
+        return seek, min(int(end_t * FRAMES_PER_SECOND), content_frames), False
+    if onset is None:
+        return content_frames, content_frames, False
+    start = max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND))
+    limit = min(start + N_FRAMES, content_frames)
+    if limit == content_frames:
+        return start, limit, True
+    start_t, limit_t = start / FRAMES_PER_SECOND, limit / FRAMES_PER_SECOND
+    pauses = [(a, b) for a, b in speech.pauses(start_t, limit_t) if a > start_t + 1.0]
+    if not pauses:
+        return start, limit, True
+    unheard = [p for p in pauses if p[1] - p[0] >= UNHEARD]  # (gets its own window)
+    sentences = [p for p in pauses if p[1] - p[0] >= SENTENCE_PAUSE]
+    a, b = unheard[0] if unheard else sentences[-1] if sentences else max(pauses, key=lambda p: p[1] - p[0])
+    end_t = min(a + min(PAUSE_TAIL, (b - a) / 2), limit_t)
+    return start, max(start + 1, min(int(round(end_t * FRAMES_PER_SECOND)), limit)), True
+
+
+def _no_speech_prob(model: OVWhisper, mel: torch.Tensor, options: DecodingOptions) -> float:
+    """whisper's probability that a window holds no speech, from a one-token greedy decode (cheap)."""
+    one_token = replace(options, temperature=0.0, beam_size=None, best_of=None, patience=None, sample_len=1)
+    return model.decode(mel, one_token).no_speech_prob
+
+
+def _sure(result: DecodingResult) -> bool:
+    return result.no_speech_prob < SURE_NO_SPEECH and result.avg_logprob > SURE_LOGPROB
+
+
+def _missed_speech(speech: SpeechMap, seek: int, next_seek: int, decoded_end: float) -> int:
+    """Where to continue: whisper's choice, unless speech it skipped lies between its last text and that point
+    (whisper sometimes ends a window early with a lone timestamp and drops the rest); then from that speech."""
+    onset = speech.next_speech(decoded_end + MISSED_SPEECH)
+    if onset is None:
+        return next_seek
+    next_t = next_seek / FRAMES_PER_SECOND
+    if onset < next_t - MISSED_SPEECH and speech.speech_in(onset, next_t) >= MISSED_SPEECH:
+        redo = int((onset - LEAD_IN) * FRAMES_PER_SECOND)
+        if seek < redo < next_seek:
+            return redo
+    return next_seek
+
+
+def _snap(start: float, end: float, speech: SpeechMap) -> tuple[float, float]:
+    """Move a start that lies before speech onto its onset, and an end that lies after speech onto its end."""
+    at_start, at_end = speech.region_at(start), speech.region_at(end)
+    if at_start is None and at_end is not None and start < at_end[0] < end:
+        start = at_end[0]
+    elif at_end is None and at_start is not None and start < at_start[1] < end:
+        end = at_start[1]
+    return start, end
+
+
+def _snap_to_speech(seg: dict, speech: SpeechMap) -> None:
+    words = seg.get("words")
+    if words:
+        for w in words:
+            w["start"], w["end"] = _snap(w["start"], w["end"], speech)
+        seg["start"], seg["end"] = words[0]["start"], words[-1]["end"]
+    else:
+        seg["start"], seg["end"] = _snap(seg["start"], seg["end"], speech)
+
+
+# Text whisper is known to produce from silence, music or noise (subtitle credits and outros from its training data)
+FILLERS = re.compile(
+    r"^(thanks? (you )?(so much |very much )?for watching|thank you( very much| so much)?|"
+    r"please subscribe.*|subscribe to .*|like and subscribe.*|(sub)?titles? by .*|subtitled by .*|"
+    r"captions? by .*|transcri(bed|ption) by .*|translated by .*|amara\.org.*|.*www\.\S+.*|you|bye|"
+    r"see you (next time|in the next video)|music|applause|silence)$"
+)
+
+
+class _Guard:
+    """Hallucination guards, given where the speech is: no text where no speech was detected unless whisper is sure
+    of it; no known filler line, nor a segment repeating the one before it, where the audio is mostly not speech
+    (a repeat is also dropped when the decode was repetitive)."""
+
+    def __init__(self, speech: SpeechMap | None, compression_ratio_threshold: float | None):
+        self.speech = speech
+        self.max_ratio = compression_ratio_threshold
+        self.previous = ""
+
+    def keep(self, seg: dict, result: DecodingResult) -> bool:
+        key = _normalized(seg["text"])
+        speech = 1.0 if self.speech is None else self.speech.fraction(seg["start"], seg["end"])
+        looping = self.max_ratio is not None and result.compression_ratio > self.max_ratio
+        if self.speech is not None and speech == 0.0 and not _sure(result):
+            return False
+        if speech < 0.5 and FILLERS.match(key):
+            return False
+        if key and key == self.previous and (speech < 0.5 or looping):
+            return False
+        self.previous = key
+        return True
+
+
+def _normalized(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s.']+", " ", text.lower()).replace(".", " ").split())
 
 
 def _decode_with_fallback(

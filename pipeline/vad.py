@@ -1,0 +1,142 @@
+"""Voice activity detection: where in the audio someone speaks (Silero VAD, run on OpenVINO).
+
+The `silero-vad` package ships the model; its batched "sequence" ONNX export takes up to 512 frames of 32 ms per
+call (plus the LSTM state), so a 10-minute recording is ~40 calls and takes well under a second. OpenVINO reads the
+ONNX file directly. Turning per-frame probabilities into speech regions is silero's own state machine
+(`get_speech_timestamps_from_probs`), as are the frame layout and context samples (`frame_blocks`).
+
+The transcriber uses the regions to skip what is not speech, to cut its 30-second windows in pauses rather than
+inside words, to snap word times to the speech, and to drop text decoded where nobody speaks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+FRAME_SAMPLES, CONTEXT_SAMPLES = 512, 64  # silero's 16 kHz frame (32 ms) and the context it prepends
+STATE_SHAPE = (1, 1, 128)
+MAX_FRAMES = 512  # frames per inference call (16.4 s)
+
+
+@dataclass(frozen=True)
+class VadOptions:
+    threshold: float = 0.5  # frames more likely speech than this start a region (silero's default)
+    min_speech_ms: int = 250  # shorter bursts are not speech (clicks, coughs)
+    min_silence_ms: int = 100  # a region ends after this much silence
+    speech_pad_ms: int = 30  # regions are widened by this much on each side (silero's default)
+
+
+@dataclass(frozen=True)
+class SpeechMap:
+    """Speech regions of one recording, in seconds, sorted and disjoint."""
+
+    regions: tuple[tuple[float, float], ...]
+    duration: float
+
+    def speech_in(self, start: float, end: float) -> float:
+        """Seconds of speech between start and end."""
+        total = 0.0
+        for s, e in self.regions[max(self._index(start) - 1, 0) :]:
+            if s >= end:
+                break
+            total += max(0.0, min(e, end) - max(s, start))
+        return total
+
+    def fraction(self, start: float, end: float) -> float:
+        """Share of [start, end] that is speech (a zero-length span counts as speech if it lies in a region)."""
+        if end <= start:
+            return 1.0 if self.region_at(start) is not None else 0.0
+        return self.speech_in(start, end) / (end - start)
+
+    def region_at(self, t: float) -> tuple[float, float] | None:
+        i = self._index(t) - 1
+        if i >= 0 and self.regions[i][0] <= t <= self.regions[i][1]:
+            return self.regions[i]
+        return None
+
+    def next_speech(self, t: float) -> float | None:
+        """The first time >= t that is speech, or None when no speech follows."""
+        if self.region_at(t) is not None:
+            return t
+        i = self._index(t)
+        return self.regions[i][0] if i < len(self.regions) else None
+
+    def pauses(self, start: float, end: float) -> list[tuple[float, float]]:
+        """The pauses that begin inside (start, end), as (pause start, pause end clipped to end)."""
+        gaps = []
+        for (_, e0), (s1, _) in zip(self.regions, (*self.regions[1:], (self.duration, self.duration)), strict=True):
+            if start < e0 < end and s1 > e0:
+                gaps.append((e0, min(s1, end)))
+        return gaps
+
+    def _index(self, t: float) -> int:
+        return bisect.bisect_right([s for s, _ in self.regions], t)
+
+
+def _model_path() -> Path:
+    # found without importing the package (see _silero)
+    spec = importlib.util.find_spec("silero_vad")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("silero-vad is not installed: pip install -r requirements.txt")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "silero_vad_16k_sequence.onnx"
+
+
+@functools.lru_cache(maxsize=1)
+def _compiled():
+    import openvino as ov
+
+    core = ov.Core()
+    return core.compile_model(core.read_model(_model_path()), "CPU", {"INFERENCE_NUM_THREADS": 1})
+
+
+@functools.lru_cache(maxsize=1)
+def _silero():
+    """silero's frame layout and region state machine. Importing the package runs its __init__, which calls
+    torch.set_num_threads(1) for the whole process; the thread count is put back."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        from silero_vad.sequence_vad import frame_blocks
+        from silero_vad.utils_vad import get_speech_timestamps_from_probs
+    finally:
+        torch.set_num_threads(threads)
+    return frame_blocks, get_speech_timestamps_from_probs
+
+
+def speech_probabilities(audio: np.ndarray) -> np.ndarray:
+    """Per-frame (32 ms) speech probability of 16 kHz mono float32 audio."""
+    request = _compiled().create_infer_request()  # one request per call: safe from several threads
+    h = np.zeros(STATE_SHAPE, np.float32)
+    c = np.zeros(STATE_SHAPE, np.float32)
+    probs = []
+    frame_blocks, _ = _silero()
+    for block in frame_blocks(np.ascontiguousarray(audio, np.float32), FRAME_SAMPLES, CONTEXT_SAMPLES, MAX_FRAMES):
+        out = request.infer({"input": block, "h": h, "c": c})
+        probs.append(np.array(out["speech_probs"]).reshape(-1))
+        h, c = np.array(out["hn"]), np.array(out["cn"])
+    return np.concatenate(probs) if probs else np.zeros(0, np.float32)
+
+
+def speech_map(audio: np.ndarray, options: VadOptions = VadOptions()) -> SpeechMap:
+    """Speech regions of 16 kHz mono float32 audio."""
+    _, get_speech_timestamps_from_probs = _silero()
+    probs = speech_probabilities(audio)
+    found = get_speech_timestamps_from_probs(
+        probs.tolist(),
+        sampling_rate=SAMPLE_RATE,
+        threshold=options.threshold,
+        min_speech_duration_ms=options.min_speech_ms,
+        min_silence_duration_ms=options.min_silence_ms,
+        speech_pad_ms=options.speech_pad_ms,
+        audio_length_samples=audio.size,
+    )
+    regions = tuple((r["start"] / SAMPLE_RATE, r["end"] / SAMPLE_RATE) for r in found)
+    return SpeechMap(regions, audio.size / SAMPLE_RATE)
