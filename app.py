@@ -93,6 +93,7 @@ class SubtitleApp:
         cue_rules: bool = True,
         max_line_chars: int = 42,
         max_cps: float = 20.0,
+        vad: bool = True,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
@@ -110,6 +111,7 @@ class SubtitleApp:
                     beam_size=None if int(beam_size) <= 1 else int(beam_size),
                     initial_prompt=(initial_prompt or "").strip() or None,
                     condition_on_previous_text=bool(condition_on_previous_text),
+                    vad=bool(vad),
                 ),
                 formats=tuple(formats or ("srt",)),
                 limits=self.options.limits,
@@ -280,6 +282,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     beam_size = gr.Slider(1, 10, value=5, step=1, label="Beam size (1 = greedy: faster, less exact)")
                     prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
                     condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
+                    vad = gr.Checkbox(True, label="Voice activity detection: no text where nobody speaks, exact starts")
                     cue_rules = gr.Checkbox(
                         True, label="Readable cues: broadcast rules for lines, reading speed, timing"
                     )
@@ -334,6 +337,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 cue_rules,
                 max_line_chars,
                 max_cps,
+                vad,
             ],
             [about, status, cues, preview, downloads],
             api_name="subtitle",

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.longform import compose  # noqa: E402
+from benchmarks.longform import compose_eval  # noqa: E402
 from pipeline.jobs import subtitle_file  # noqa: E402
 from pipeline.media import SAMPLE_RATE, ffmpeg_exe, probe  # noqa: E402
 from pipeline.model import load_model  # noqa: E402
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_video(eval_dir: Path, out: Path, minutes: float) -> None:
-    audio, _ = compose(eval_dir)
+    audio = compose_eval(eval_dir).audio
     audio = np.resize(audio, int(minutes * 60 * SAMPLE_RATE))  # the clips again from the start, up to `minutes`
     pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16).tobytes()
     cmd = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1",

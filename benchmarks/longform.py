@@ -1,8 +1,12 @@
 """Long-form speed and accuracy: every English clip of ../shared/eval joined into one recording (~9-10 min).
 
-    python benchmarks/longform.py [--eval-dir ../shared/eval] [--engines ours,ours-greedy,openai,faster-whisper]
+    python benchmarks/longform.py [--eval-dir ../shared/eval] [--engines ours,ours-per-clip,openai,faster-whisper]
 
 Prints a table: engine, WER (whisper's EnglishTextNormalizer, pooled), wall time, real-time factor, peak RSS.
+"ours-per-clip" transcribes each clip on its own (the per-clip WER that long-form should match); "ours-no-vad"
+turns voice activity detection off. Engines whose name ends in "-cues" run the whole subtitle path (word timing,
+cue rules) and add a second table: cues, how many pass `pipeline.check`, and how close cue starts are to each clip's
+speech onset (benchmarks/composition.py).
 All engines use the same weights (the embedded Whisper base). Run them in one invocation: the machine is noisy,
 so compare ratios within one run rather than numbers across runs.
 """
@@ -10,7 +14,6 @@ so compare ratios within one run rather than numbers across runs.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import resource
 import sys
@@ -22,21 +25,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.media import SAMPLE_RATE, load_audio  # noqa: E402
+from benchmarks.composition import Composition, compose, load_clips, onset_errors  # noqa: E402
+from pipeline.media import SAMPLE_RATE  # noqa: E402
 
 GAP_SECONDS = 1.5
 
 
-def compose(eval_dir: Path, language: str = "en") -> tuple[np.ndarray, list[str]]:
-    rows = list(csv.DictReader(open(eval_dir / "manifest.tsv", encoding="utf-8"), delimiter="\t"))
-    pieces, refs = [], []
-    gap = np.zeros(int(GAP_SECONDS * SAMPLE_RATE), np.float32)
-    for row in rows:
-        if row["language"] != language:
-            continue
-        pieces += [load_audio(eval_dir / row["file"]), gap]
-        refs.append(row["reference_text"])
-    return np.concatenate(pieces), refs
+def compose_eval(eval_dir: Path, language: str = "en", gap: float = GAP_SECONDS) -> Composition:
+    """Every clip of the language, in manifest order, with `gap` seconds of silence after each."""
+    return compose(load_clips(eval_dir, language=language), gap)
 
 
 def wer(reference: str, hypothesis: str) -> float:
@@ -47,13 +44,46 @@ def wer(reference: str, hypothesis: str) -> float:
     return jiwer.wer(norm(reference), norm(hypothesis))
 
 
-def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32") -> str:
+def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", vad: bool = True) -> str:
     from pipeline.model import ModelOptions, load_model
     from pipeline.transcribe import TranscribeOptions, transcribe
 
     model = load_model(ModelOptions(precision=precision))
-    segments, _ = transcribe(audio, model, TranscribeOptions(language="en", beam_size=beam_size))
+    segments, _ = transcribe(audio, model, TranscribeOptions(language="en", beam_size=beam_size, vad=vad))
     return " ".join(s.text for s in segments)
+
+
+def run_ours_per_clip(comp: Composition) -> str:
+    from pipeline.model import load_model
+    from pipeline.transcribe import TranscribeOptions, transcribe
+
+    model = load_model()
+    texts = []
+    for clip in comp.clips:
+        segments, _ = transcribe(clip.audio, model, TranscribeOptions(language="en"))
+        texts += [s.text for s in segments]
+    return " ".join(texts)
+
+
+def run_ours_cues(comp: Composition, vad: bool) -> tuple[str, str]:
+    """The CLI's path (word timing and cue rules); returns (text, cue statistics)."""
+    from pipeline.check import check, parse_srt
+    from pipeline.jobs import _transcribe
+    from pipeline.media import MediaInfo
+    from pipeline.model import load_model
+    from pipeline.subtitles import to_srt
+    from pipeline.transcribe import TranscribeOptions
+
+    media = MediaInfo(comp.audio.size / SAMPLE_RATE, True, False)
+    result = _transcribe(comp.audio, media, load_model(), TranscribeOptions(language="en", vad=vad), None, None)
+    cues = parse_srt(to_srt(result.segments))
+    broken = len({p.cue.index for p in check(cues)})
+    errors = np.abs(onset_errors([c.start for c in result.segments], comp.onsets))
+    stats = (
+        f"{len(cues)} | {100 * (1 - broken / max(len(cues), 1)):.1f} % | {100 * np.mean(errors <= 0.3):.0f} % | "
+        f"{np.median(errors):.2f} | {np.percentile(errors, 90):.2f}"
+    )
+    return " ".join(c.text.replace("\n", " ") for c in result.segments), stats
 
 
 def run_openai(audio: np.ndarray, beam_size: int | None) -> str:
@@ -78,26 +108,31 @@ def run_faster_whisper(audio: np.ndarray, beam_size: int | None) -> str:
         return " ".join(s.text for s in segments)
 
 
-ENGINES = {
-    "ours": lambda a: run_ours(a, 5),
-    "ours-greedy": lambda a: run_ours(a, None),
-    "ours-greedy-bf16": lambda a: run_ours(a, None, "bf16"),
-    "openai": lambda a: run_openai(a, 5),
-    "openai-greedy": lambda a: run_openai(a, None),
-    "faster-whisper": lambda a: run_faster_whisper(a, 5),
-    "faster-whisper-greedy": lambda a: run_faster_whisper(a, None),
+ENGINES = {  # each takes the Composition and returns the text, or (text, cue statistics)
+    "ours": lambda c: run_ours(c.audio, 5),
+    "ours-no-vad": lambda c: run_ours(c.audio, 5, vad=False),
+    "ours-per-clip": run_ours_per_clip,
+    "ours-cues": lambda c: run_ours_cues(c, vad=True),
+    "ours-no-vad-cues": lambda c: run_ours_cues(c, vad=False),
+    "ours-greedy": lambda c: run_ours(c.audio, None),
+    "ours-greedy-bf16": lambda c: run_ours(c.audio, None, "bf16"),
+    "openai": lambda c: run_openai(c.audio, 5),
+    "openai-greedy": lambda c: run_openai(c.audio, None),
+    "faster-whisper": lambda c: run_faster_whisper(c.audio, 5),
+    "faster-whisper-greedy": lambda c: run_faster_whisper(c.audio, None),
 }
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval")
-    p.add_argument("--engines", default="ours,ours-greedy,openai,faster-whisper", help=",".join(ENGINES))
+    p.add_argument("--engines", default="ours,ours-per-clip,openai,faster-whisper", help=",".join(ENGINES))
+    p.add_argument("--gap", type=float, default=GAP_SECONDS, help="seconds of silence after each clip")
     args = p.parse_args()
-    audio, refs = compose(args.eval_dir)
-    duration = len(audio) / SAMPLE_RATE
-    print(f"{len(refs)} clips, {duration / 60:.1f} min of audio", file=sys.stderr)
-    rows = []
+    comp = compose_eval(args.eval_dir, gap=args.gap)
+    duration = comp.audio.size / SAMPLE_RATE
+    print(f"{len(comp.clips)} clips, {duration / 60:.1f} min of audio", file=sys.stderr)
+    rows, cue_rows = [], []
     for name in args.engines.split(","):
         # each engine in a child process, so peak memory and caches do not leak from one to the next
         r, w = os.pipe()
@@ -105,24 +140,36 @@ def main() -> None:
         if pid == 0:
             os.close(r)
             started = time.monotonic()
-            text = ENGINES[name](audio)
+            out = ENGINES[name](comp)
+            text, stats = out if isinstance(out, tuple) else (out, "")
             elapsed = time.monotonic() - started
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            os.write(w, f"{elapsed}\t{peak}\t{text}".encode())
+            os.write(w, f"{elapsed}\t{peak}\t{stats}\t{text}".encode())
             os._exit(0)
         os.close(w)
         data = b""
         while chunk := os.read(r, 1 << 16):
             data += chunk
         os.waitpid(pid, 0)
-        elapsed, peak, text = data.decode().split("\t", 2)
-        rows.append((name, wer(" ".join(refs), text), float(elapsed), float(peak)))
+        elapsed, peak, stats, text = data.decode().split("\t", 3)
+        rows.append((name, wer(comp.reference, text), float(elapsed), float(peak)))
+        if stats:
+            cue_rows.append((name, stats))
         print(f"done {name}", file=sys.stderr)
-    print(f"\nLong-form, {duration / 60:.1f} min English composition ({len(refs)} clips), {os.cpu_count()} CPU cores\n")
+    print(
+        f"\nLong-form, {duration / 60:.1f} min English composition ({len(comp.clips)} clips, {args.gap} s gaps), "
+        f"{os.cpu_count()} CPU cores\n"
+    )
     print("| engine | WER | wall time (s) | real-time factor | peak RSS (MiB) |")
     print("|---|---|---|---|---|")
     for name, w_, elapsed, peak in rows:
         print(f"| {name} | {100 * w_:.1f} % | {elapsed:.1f} | {elapsed / duration:.3f} | {peak:.0f} |")
+    if cue_rows:
+        print(f"\nCues (default rules) and their starts against the {len(comp.clips)} utterance onsets\n")
+        print("| engine | cues | pass pipeline.check | starts within 0.3 s | median abs error (s) | 90th pct (s) |")
+        print("|---|---|---|---|---|---|")
+        for name, stats in cue_rows:
+            print(f"| {name} | {stats} |")
 
 
 if __name__ == "__main__":

@@ -22,14 +22,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.longform import compose  # noqa: E402
+from benchmarks.longform import compose_eval  # noqa: E402
 from pipeline.media import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_video(eval_dir: Path, minutes: float, out: Path) -> float:
-    audio, _ = compose(eval_dir)
+    audio = compose_eval(eval_dir).audio
     audio = audio[: int(minutes * 60 * SAMPLE_RATE)]
     wav = out.with_suffix(".wav")
     pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16).tobytes()

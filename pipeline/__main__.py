@@ -44,6 +44,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
+    p.add_argument(
+        "--no-vad",
+        action="store_true",
+        help="no voice activity detection: fixed 30-s windows, and text is kept wherever whisper finds it",
+    )
+    p.add_argument(
+        "--vad-threshold", type=float, default=TranscribeOptions.vad_threshold, help="speech probability of a frame"
+    )
     rules = CueRules()
     p.add_argument("--no-cue-rules", action="store_true", help="keep whisper's segments as cues (no line/CPS rules)")
     p.add_argument("--max-line-chars", type=int, default=rules.max_line_chars, help="characters per line in a cue")
@@ -90,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
             initial_prompt=args.initial_prompt,
             condition_on_previous_text=not args.no_condition_on_previous_text,
             word_timestamps=args.word_timestamps or "json" in formats,
+            vad=not args.no_vad,
+            vad_threshold=args.vad_threshold,
         )
+        if not 0 < args.vad_threshold < 1:
+            raise SubtitleError("--vad-threshold is a probability: use a number between 0 and 1, such as 0.5")
         rules = (
             None
             if args.no_cue_rules

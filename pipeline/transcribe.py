@@ -4,6 +4,11 @@ The window loop follows openai-whisper's `transcribe()` (seek to the last comple
 fallback on compression-ratio / log-prob thresholds, no-speech skipping, conditioning on previous text); each window
 is decoded by whisper's own DecodingTask on the OpenVINO model (pipeline/model.py). Unlike whisper's function this
 is a generator, so a progress bar or a web page can show each segment as soon as it is decoded.
+
+With voice activity detection (pipeline/vad.py, on by default) the windows follow the speech instead of the clock:
+each starts just before speech and ends in a pause, so no word is cut at a window boundary; speech that whisper
+skipped is decoded again; word times snap to the detected speech; and text decoded where nobody speaks is dropped
+unless whisper is sure of it (see _plan_window, _missed_speech and _Guard).
 """
 
 from __future__ import annotations
@@ -112,16 +117,19 @@ def transcribe(
     )
     content_frames = mel.shape[-1] - N_FRAMES
     duration = len(audio) / SAMPLE_RATE
+    speech = speech_map(audio, VadOptions(threshold=options.vad_threshold)) if options.vad else None
 
     probs: dict[str, float] = {}
     if language is None:
         if not model.is_multilingual:
             language, probs = "en", {"en": 1.0}
-        else:
-            _, probs = model.detect_language(pad_or_trim(mel, N_FRAMES))
+        else:  # from the first 30 s of speech (an intro of music says nothing about the language)
+            onset = (speech.next_speech(0.0) if speech is not None else None) or 0.0
+            first = int(max(onset - LEAD_IN, 0.0) * FRAMES_PER_SECOND)
+            _, probs = model.detect_language(pad_or_trim(mel[:, first : first + N_FRAMES], N_FRAMES))
             language = max(probs, key=probs.get)
     info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs)
-    return _segments(audio, mel, content_frames, model, language, options, progress), info
+    return _segments(audio, mel, content_frames, model, language, options, speech, progress), info
 
 
 def _segments(
@@ -131,6 +139,7 @@ def _segments(
     model: OVWhisper,
     language: str,
     options: TranscribeOptions,
+    speech: SpeechMap | None,
     progress: Callable[[float], None] | None,
 ) -> Iterator[Segment]:
     tokenizer = get_tokenizer(
@@ -145,7 +154,6 @@ def _segments(
         suppress_tokens=options.suppress_tokens,
         fp16=False,
     )
-    speech = speech_map(audio, VadOptions(threshold=options.vad_threshold)) if options.vad else None
     guard = _Guard(speech, options.compression_ratio_threshold)
     all_tokens: list[int] = []
     prompt_reset_since = 0
@@ -247,9 +255,10 @@ def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> tuple[int
     """(start, end, has_speech) frames of the next window.
 
     Where the voice activity detector found speech: from just before it, up to 30 s, ending in the first pause of
-    UNHEARD seconds, else the latest pause of at least SENTENCE_PAUSE (else the longest pause; else at 30 s, where whisper's own timestamps decide what
-    is decoded again). A stretch of UNHEARD seconds or more without detected speech is a window of its own, with
-    has_speech False: the detector misses whispers, so whisper gets to judge it, under stricter rules.
+    UNHEARD seconds, else the latest pause of at least SENTENCE_PAUSE (else the longest pause; else at 30 s,
+    where whisper's own timestamps decide what is decoded again). A stretch of UNHEARD seconds or more without
+    detected speech is a window of its own, with has_speech False: the detector misses whispers, so whisper gets to
+    judge it, under stricter rules.
     start == content_frames when nothing is left.
     """
     t, total = seek / FRAMES_PER_SECOND, content_frames / FRAMES_PER_SECOND

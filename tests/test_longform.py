@@ -8,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import DATA, wer
+from whisper.decoding import DecodingResult
 
 from benchmarks.composition import compose, load_clips, onset_errors, onset_summary
 from pipeline.check import check, parse_srt
 from pipeline.jobs import _transcribe
 from pipeline.media import SAMPLE_RATE, MediaInfo
 from pipeline.subtitles import to_srt
-from pipeline.transcribe import TranscribeOptions
+from pipeline.transcribe import TranscribeOptions, _Guard
 from pipeline.vad import SpeechMap, speech_map
 
 CLIPS = [
@@ -99,3 +100,65 @@ def test_speech_map(method, args, expected):
     speech = SpeechMap(((0.5, 1), (2, 3), (5, 7.5)), 12.0)
     found = getattr(speech, method)(*args)
     assert found == (pytest.approx(expected) if isinstance(expected, float | int) else expected)
+
+
+def _result(no_speech: float = 0.1, logprob: float = -0.3, ratio: float = 1.5) -> DecodingResult:
+    return DecodingResult(audio_features=None, language="en", avg_logprob=logprob, no_speech_prob=no_speech,
+                          compression_ratio=ratio)  # fmt: skip
+
+
+SPEECH = SpeechMap(((1.0, 4.0), (10.0, 12.0)), 20.0)
+
+
+@pytest.mark.parametrize(
+    ("segments", "kept"),
+    [
+        # (text, start, end, decode result) -> which survive
+        ([("Hello there.", 1.0, 3.0, _result())], [True]),
+        ([("Thanks for watching!", 5.0, 8.0, _result(0.7, -0.9))], [False]),  # no speech, whisper unsure
+        ([("This is all very whispered.", 5.0, 8.0, _result(0.3, -0.4))], [True]),  # no speech found, whisper sure
+        ([("Thanks for watching!", 5.0, 8.0, _result(0.3, -0.4))], [False]),  # a filler where nobody speaks
+        ([("Subtitles by the Amara.org community", 4.5, 9.0, _result(0.3, -0.4))], [False]),
+        ([("Thank you for watching.", 10.0, 12.0, _result())], [True]),  # said by someone
+        ([("Thank you.", 3.5, 5.5, _result())], [False]),  # a filler, and only 0.5 s of its 2 s is speech
+        ([("Thank you.", 3.0, 4.5, _result())], [True]),  # mostly speech
+        ([("We go on.", 1.0, 2.0, _result()), ("We go on.", 2.0, 3.0, _result())], [True, True]),  # said twice
+        ([("We go on.", 1.0, 2.0, _result()), ("We go on.", 4.0, 9.0, _result(0.3, -0.4))], [True, False]),
+        (
+            [("I don't know.", 1.0, 2.0, _result(ratio=3.0)), ("I don't know.", 2.0, 3.0, _result(ratio=3.0))],
+            [True, False],
+        ),  # fmt: skip
+        ([("Hello.", 1.0, 2.0, _result()), ("Hello!", 5.0, 9.0, _result(0.3, -0.4))], [True, False]),
+    ],
+)
+def test_hallucination_guards(segments, kept):
+    guard = _Guard(SPEECH, 2.4)
+    found = [guard.keep({"text": t, "start": s, "end": e}, r) for t, s, e, r in segments]
+    assert found == kept
+
+
+def test_no_guard_but_repeats_without_speech_detection():
+    guard = _Guard(None, 2.4)
+    assert guard.keep({"text": "Thanks for watching!", "start": 5.0, "end": 8.0}, _result(0.7, -0.9))
+    assert not guard.keep({"text": "Thanks for watching!", "start": 8.0, "end": 9.0}, _result(ratio=3.0))
+
+
+def test_no_cues_in_music(ov_model, audio, manifest):
+    """Twenty seconds of (synthetic) music between two utterances: nothing is written there (on its own, the same
+    music makes whisper write "I don't know how to do it" over and over), and both utterances are."""
+    t = np.arange(20 * SAMPLE_RATE) / SAMPLE_RATE
+    music = np.zeros_like(t)
+    for i, f in enumerate([220, 277, 330, 440, 554, 659, 392, 494] * 5):
+        note = (t >= i * 0.5) & (t < i * 0.5 + 0.5)
+        music[note] = sum(np.sin(2 * np.pi * f * k * t[note]) / k for k in range(1, 6)) * np.exp(
+            -3 * (t[note] - i * 0.5)
+        )
+    music = (0.3 * music / np.abs(music).max()).astype(np.float32)
+    first, last = audio(CLIPS[0]), audio(CLIPS[1])
+    samples = np.concatenate([first, music, last])
+    start, end = first.size / SAMPLE_RATE, first.size / SAMPLE_RATE + 20
+    media = MediaInfo(samples.size / SAMPLE_RATE, True, False)
+    result = _transcribe(samples, media, ov_model, TranscribeOptions(language="en"), None, None)
+    assert [c for c in result.segments if c.start < end - 0.3 and c.end > start + 0.3] == []
+    reference = manifest[CLIPS[0]]["reference_text"] + " " + manifest[CLIPS[1]]["reference_text"]
+    assert wer(reference, " ".join(c.text.replace("\n", " ") for c in result.segments)) <= 0.08
