@@ -187,8 +187,11 @@ def _segments(
         else:
             pieces, seek_advance = _split_at_timestamps(result.tokens, tokenizer.timestamp_begin, segment_size)
             window_end_time = time_offset + segment_size * HOP_LENGTH / SAMPLE_RATE
+            looping = _too_repetitive(result, options)  # even after every fallback temperature
             current = []
             for start_pos, end_pos, piece in pieces:
+                if looping:
+                    piece = _cut_loop(piece, tokenizer.timestamp_begin)
                 text = tokenizer.decode([t for t in piece if t < tokenizer.eot]).strip()
                 start = time_offset + start_pos * TIME_PRECISION
                 end = min(time_offset + end_pos * TIME_PRECISION, window_end_time)
@@ -375,15 +378,38 @@ def _decode_with_fallback(
         else:  # deterministic: beam search (or greedy), no best-of
             decode_options = replace(base, temperature=t, best_of=None)
         result = model.decode(mel, decode_options)
-        too_repetitive = (
-            options.compression_ratio_threshold is not None
-            and result.compression_ratio > options.compression_ratio_threshold
-        )
+        too_repetitive = _too_repetitive(result, options)
         too_unlikely = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
         if not (too_repetitive or too_unlikely) or _is_silence(result, options):
             break
     assert result is not None
     return result
+
+
+def _too_repetitive(result: DecodingResult, options: TranscribeOptions) -> bool:
+    threshold = options.compression_ratio_threshold
+    return threshold is not None and result.compression_ratio > threshold
+
+
+LOOP_REPEATS = 3  # a run of tokens said this many times in a row, in a decode already judged repetitive, is a loop
+
+
+def _cut_loop(piece: list[int], timestamp_begin: int) -> list[int]:
+    """Runaway repetition cut at its first occurrence ("I don't know, I don't know, I don't know" -> "I don't
+    know,"), keeping the piece's timestamp tokens. Only for decodes whose compression ratio stayed too high."""
+    head = 1 if piece and piece[0] >= timestamp_begin else 0
+    tail = 1 if len(piece) > head and piece[-1] >= timestamp_begin else 0
+    body = piece[head : len(piece) - tail]
+    n = len(body)
+    for i in range(n):
+        for period in range(1, (n - i) // LOOP_REPEATS + 1):
+            unit = body[i : i + period]
+            repeats = 1
+            while body[i + repeats * period : i + (repeats + 1) * period] == unit:
+                repeats += 1
+            if repeats >= LOOP_REPEATS:
+                return piece[:head] + body[: i + period] + piece[len(piece) - tail :]
+    return piece
 
 
 QUIET_DBFS = -60.0  # RMS level below which a window holds no audible speech (speech is typically -35..-15 dBFS)

@@ -15,7 +15,7 @@ from pipeline.check import check, parse_srt
 from pipeline.jobs import _transcribe
 from pipeline.media import SAMPLE_RATE, MediaInfo
 from pipeline.subtitles import to_srt
-from pipeline.transcribe import TranscribeOptions, _Guard
+from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard
 from pipeline.vad import SpeechMap, speech_map
 
 CLIPS = [
@@ -162,3 +162,19 @@ def test_no_cues_in_music(ov_model, audio, manifest):
     assert [c for c in result.segments if c.start < end - 0.3 and c.end > start + 0.3] == []
     reference = manifest[CLIPS[0]]["reference_text"] + " " + manifest[CLIPS[1]]["reference_text"]
     assert wer(reference, " ".join(c.text.replace("\n", " ") for c in result.segments)) <= 0.08
+
+
+@pytest.mark.parametrize(
+    ("piece", "expected"),
+    [
+        ([100, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 101], [100, 1, 2, 3, 101]),  # a phrase looping
+        ([100, 5, 6, 1, 1, 1, 1, 101], [100, 5, 6, 1, 101]),  # one token over and over
+        ([5, 6, 7, 5, 6, 7, 5, 6, 7], [5, 6, 7]),  # no timestamps
+        ([100, 1, 2, 1, 2, 3, 101], [100, 1, 2, 1, 2, 3, 101]),  # twice is speech
+        ([100, 1, 2, 3, 4, 101], [100, 1, 2, 3, 4, 101]),
+        ([100, 101], [100, 101]),
+        ([], []),
+    ],
+)
+def test_cut_loop(piece, expected):
+    assert _cut_loop(piece, timestamp_begin=100) == expected
