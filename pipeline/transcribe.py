@@ -273,15 +273,16 @@ def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> tuple[int
         return content_frames, content_frames, False
     start = max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND))
     limit = min(start + N_FRAMES, content_frames)
-    if limit == content_frames:
-        return start, limit, True
     start_t, limit_t = start / FRAMES_PER_SECOND, limit / FRAMES_PER_SECOND
     pauses = [(a, b) for a, b in speech.pauses(start_t, limit_t) if a > start_t + 1.0]
-    if not pauses:
-        return start, limit, True
     unheard = [p for p in pauses if p[1] - p[0] >= UNHEARD]  # (gets its own window)
     sentences = [p for p in pauses if p[1] - p[0] >= SENTENCE_PAUSE]
-    a, b = unheard[0] if unheard else sentences[-1] if sentences else max(pauses, key=lambda p: p[1] - p[0])
+    if unheard:
+        a, b = unheard[0]
+    elif limit == content_frames or not pauses:
+        return start, limit, True
+    else:
+        a, b = sentences[-1] if sentences else max(pauses, key=lambda p: p[1] - p[0])
     end_t = min(a + min(PAUSE_TAIL, (b - a) / 2), limit_t)
     return start, max(start + 1, min(int(round(end_t * FRAMES_PER_SECOND)), limit)), True
 

@@ -15,7 +15,7 @@ from pipeline.check import check, parse_srt
 from pipeline.jobs import _transcribe
 from pipeline.media import SAMPLE_RATE, MediaInfo
 from pipeline.subtitles import to_srt
-from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard
+from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard, _plan_window
 from pipeline.vad import SpeechMap, speech_map
 
 CLIPS = [
@@ -178,3 +178,23 @@ def test_no_cues_in_music(ov_model, audio, manifest):
 )
 def test_cut_loop(piece, expected):
     assert _cut_loop(piece, timestamp_begin=100) == expected
+
+
+@pytest.mark.parametrize(
+    ("regions", "seek", "expected"),
+    [
+        # frames are 10 ms; audio is 100 s (10000 frames)
+        (((5.0, 8.0),), 0, (0, 480, False)),  # 5 s before any speech: whisper judges it alone, up to the lead-in
+        (((1.5, 8.0),), 0, (130, 900, True)),  # speech soon: from 0.2 s before it to 1 s into the pause after it
+        (((1.5, 8.0), (60.0, 70.0)), 5900, (5980, 7100, True)),
+        (((0.0, 10.0), (10.4, 20.0), (21.0, 28.0), (28.2, 40.0)), 0, (0, 2050, True)),  # the latest >= 0.5 s pause
+        (((0.0, 10.0), (10.3, 20.0), (20.2, 40.0)), 0, (0, 1015, True)),  # none: the longest, half of it kept
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), 0, (0, 1100, True)),  # an unheard pause (>= 2 s) comes first
+        (((0.0, 45.0),), 0, (0, 3000, True)),  # 45 s without a pause: 30 s, whisper's timestamps take it from there
+        (((0.0, 45.0),), 2000, (2000, 4600, True)),  # speech ends in this window: 1 s into the pause after it
+        (((0.0, 10.0),), 1100, (1100, 4100, False)),  # after the last speech: whisper judges the rest, 30 s at a time
+        (((0.0, 10.0),), 9900, (10000, 10000, False)),  # under 2 s left, no speech: done
+    ],
+)
+def test_plan_window(regions, seek, expected):
+    assert _plan_window(SpeechMap(regions, 100.0), seek, 10000) == expected
