@@ -15,7 +15,7 @@ from pipeline.check import check, parse_srt
 from pipeline.jobs import _transcribe
 from pipeline.media import SAMPLE_RATE, MediaInfo
 from pipeline.subtitles import to_srt
-from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard, _plan_window
+from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard, _missed_speech, _plan_window, _snap
 from pipeline.vad import SpeechMap, speech_map
 
 CLIPS = [
@@ -198,3 +198,32 @@ def test_cut_loop(piece, expected):
 )
 def test_plan_window(regions, seek, expected):
     assert _plan_window(SpeechMap(regions, 100.0), seek, 10000) == expected
+
+
+@pytest.mark.parametrize(
+    ("span", "expected"),
+    [
+        ((0.8, 1.4), (1.0, 1.4)),  # starts before the speech: moved onto its onset
+        ((3.5, 4.6), (3.5, 4.0)),  # ends after it: moved onto its end
+        ((1.2, 3.0), (1.2, 3.0)),  # inside
+        ((4.5, 6.0), (4.5, 6.0)),  # no speech at all: left to the guards
+        ((3.8, 10.5), (3.8, 10.5)),  # spans two regions
+        ((0.5, 0.9), (0.5, 0.9)),
+    ],
+)
+def test_snap_to_speech(span, expected):
+    assert _snap(*span, SPEECH) == expected
+
+
+@pytest.mark.parametrize(
+    ("seek", "next_seek", "decoded_end", "expected"),
+    [
+        (0, 3000, 11.5, 3000),  # everything up to whisper's next window was decoded
+        (0, 1300, 3.9, 980),  # whisper stopped after 4 s and would skip the speech at 10 s: decode it again
+        (0, 1300, 11.9, 1300),  # that speech was decoded
+        (0, 1300, 10.0, 1030),  # only its first half second was: from 0.2 s before the rest
+        (990, 1300, 3.9, 1300),  # never backwards
+    ],
+)
+def test_missed_speech(seek, next_seek, decoded_end, expected):
+    assert _missed_speech(SPEECH, seek, next_seek, decoded_end) == expected
