@@ -160,7 +160,8 @@ def _segments(
     if options.initial_prompt:
         all_tokens += tokenizer.encode(" " + options.initial_prompt.strip())
 
-    seek, last_speech_timestamp = 0, 0.0
+    decoder = _WindowDecoder(audio, mel, model, tokenizer, options)
+    seek = 0
     while seek < content_frames:
         previous_seek = seek
         heard = True
@@ -170,69 +171,28 @@ def _segments(
                 break
         else:
             window_end = min(seek + N_FRAMES, content_frames)
-        time_offset = seek * HOP_LENGTH / SAMPLE_RATE
-        segment_size = window_end - seek
-        result = None
-        # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
-        if not _is_quiet(audio[seek * HOP_LENGTH : (seek + segment_size) * HOP_LENGTH]):
-            mel_segment = pad_or_trim(mel[:, seek : seek + segment_size], N_FRAMES)
-            prompt = replace(decode_options, prompt=all_tokens[prompt_reset_since:])
-            if heard or _no_speech_prob(model, mel_segment, prompt) < SURE_NO_SPEECH:
-                result = _decode_with_fallback(model, mel_segment, prompt, options)
-                if not heard and not _sure(result):
-                    result = None
-
-        if result is None or _is_silence(result, options):
-            seek += segment_size
+        prompt = replace(decode_options, prompt=all_tokens[prompt_reset_since:])
+        result, current, seek_advance = decoder.decode(seek, window_end, prompt, heard)
+        if result is None:
+            seek = window_end
         else:
-            pieces, seek_advance = _split_at_timestamps(result.tokens, tokenizer.timestamp_begin, segment_size)
-            window_end_time = time_offset + segment_size * HOP_LENGTH / SAMPLE_RATE
-            looping = _too_repetitive(result, options)  # even after every fallback temperature
-            current = []
-            for start_pos, end_pos, piece in pieces:
-                if looping:
-                    piece = _cut_loop(piece, tokenizer.timestamp_begin)
-                text = tokenizer.decode([t for t in piece if t < tokenizer.eot]).strip()
-                start = time_offset + start_pos * TIME_PRECISION
-                end = min(time_offset + end_pos * TIME_PRECISION, window_end_time)
-                if text and end > start:
-                    current.append({"seek": seek, "start": start, "end": end, "text": text, "tokens": piece})
-            if options.word_timestamps and current:
-                # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end
-                add_word_timestamps(
-                    segments=current,
-                    model=model,
-                    tokenizer=tokenizer,
-                    mel=mel_segment,
-                    num_frames=segment_size,
-                    last_speech_timestamp=last_speech_timestamp,
-                )
-                spoken = [w["end"] for seg in current for w in seg.get("words", [])]
-                last_speech_timestamp = spoken[-1] if spoken else last_speech_timestamp
             next_seek = seek + seek_advance
             if speech is not None and current:
+                # speech whisper skipped inside the window (often its first sentence) is decoded on its own
+                for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
+                    sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
+                    _, found, _ = decoder.decode(sub_start, _frame(end), prompt, True)
+                    current += found
+                current.sort(key=lambda seg: seg["start"])
                 for seg in current:
                     _snap_to_speech(seg, speech)
                 next_seek = _missed_speech(speech, seek, next_seek, max(seg["end"] for seg in current))
             seek = next_seek
             for seg in current:
-                if not guard.keep(seg, result):
+                if not guard.keep(seg):
                     continue
                 all_tokens += seg["tokens"]
-                words = seg.get("words")
-                yield Segment(
-                    start=round(seg["start"], 3),
-                    end=round(seg["end"], 3),
-                    text=seg["text"],
-                    tokens=tuple(seg["tokens"]),
-                    avg_logprob=result.avg_logprob,
-                    no_speech_prob=result.no_speech_prob,
-                    compression_ratio=result.compression_ratio,
-                    temperature=result.temperature,
-                    words=None
-                    if words is None
-                    else tuple(Word(w["start"], w["end"], w["word"], w["probability"]) for w in words),
-                )
+                yield _to_segment(seg)
             if not options.condition_on_previous_text or result.temperature > 0.5:
                 prompt_reset_since = len(all_tokens)  # a high-temperature decode is no good prompt
         if progress is not None:
@@ -242,11 +202,84 @@ def _segments(
         progress(1.0)
 
 
+class _WindowDecoder:
+    """Decodes one window of the recording into whisper's segment dicts (absolute times, words when asked)."""
+
+    def __init__(self, audio: np.ndarray, mel: torch.Tensor, model: OVWhisper, tokenizer, options: TranscribeOptions):
+        self.audio, self.mel, self.model, self.tokenizer, self.options = audio, mel, model, tokenizer, options
+        self.last_speech_timestamp = 0.0
+
+    def decode(
+        self, seek: int, window_end: int, decode_options: DecodingOptions, heard: bool
+    ) -> tuple[DecodingResult | None, list[dict], int]:
+        """(result, segments, frames to advance); result None when the window holds no speech.
+
+        heard False: the voice activity detector found no speech here, so whisper is asked cheaply first and its
+        text is kept only when it is sure of it.
+        """
+        options, tokenizer = self.options, self.tokenizer
+        segment_size = window_end - seek
+        # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
+        if segment_size <= 0 or _is_quiet(self.audio[seek * HOP_LENGTH : window_end * HOP_LENGTH]):
+            return None, [], segment_size
+        mel_segment = pad_or_trim(self.mel[:, seek:window_end], N_FRAMES)
+        if not heard and _no_speech_prob(self.model, mel_segment, decode_options) >= SURE_NO_SPEECH:
+            return None, [], segment_size
+        result = _decode_with_fallback(self.model, mel_segment, decode_options, options)
+        if _is_silence(result, options) or (not heard and not _sure(result)):
+            return None, [], segment_size
+
+        pieces, seek_advance = _split_at_timestamps(result.tokens, tokenizer.timestamp_begin, segment_size)
+        time_offset = seek / FRAMES_PER_SECOND
+        window_end_time = window_end / FRAMES_PER_SECOND
+        looping = _too_repetitive(result, options)  # even after every fallback temperature
+        current = []
+        for start_pos, end_pos, piece in pieces:
+            if looping:
+                piece = _cut_loop(piece, tokenizer.timestamp_begin)
+            text = tokenizer.decode([t for t in piece if t < tokenizer.eot]).strip()
+            start = time_offset + start_pos * TIME_PRECISION
+            end = min(time_offset + end_pos * TIME_PRECISION, window_end_time)
+            if text and end > start:
+                current.append({"seek": seek, "start": start, "end": end, "text": text, "tokens": piece,
+                                "result": result})  # fmt: skip
+        if options.word_timestamps and current:
+            # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end
+            add_word_timestamps(
+                segments=current,
+                model=self.model,
+                tokenizer=tokenizer,
+                mel=mel_segment,
+                num_frames=segment_size,
+                last_speech_timestamp=self.last_speech_timestamp,
+            )
+            spoken = [w["end"] for seg in current for w in seg.get("words", [])]
+            self.last_speech_timestamp = max([self.last_speech_timestamp, *spoken])
+        return result, current, seek_advance
+
+
+def _to_segment(seg: dict) -> Segment:
+    result, words = seg["result"], seg.get("words")
+    return Segment(
+        start=round(seg["start"], 3),
+        end=round(seg["end"], 3),
+        text=seg["text"],
+        tokens=tuple(seg["tokens"]),
+        avg_logprob=result.avg_logprob,
+        no_speech_prob=result.no_speech_prob,
+        compression_ratio=result.compression_ratio,
+        temperature=result.temperature,
+        words=None if words is None else tuple(Word(w["start"], w["end"], w["word"], w["probability"]) for w in words),
+    )
+
+
 FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100 mel frames per second
 LEAD_IN = 0.2  # seconds of audio kept before speech starts, so the first word is whole
 SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
+SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
+COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
 UNHEARD = 2.0  # seconds without detected speech that whisper is asked about on their own
 # where the detector heard no speech, whisper's text is kept only when whisper is sure of it: a whisper measures
 # no_speech_prob 0.28, avg_logprob -0.37; white noise 0.99, synthetic music 0.81, mains hum 0.74 (Whisper base)
@@ -297,6 +330,22 @@ def _sure(result: DecodingResult) -> bool:
     return result.no_speech_prob < SURE_NO_SPEECH and result.avg_logprob > SURE_LOGPROB
 
 
+def _frame(seconds: float) -> int:
+    return max(int(round(seconds * FRAMES_PER_SECOND)), 0)
+
+
+def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> list[tuple[float, float]]:
+    """Stretches of detected speech before the window's last decoded text that no decoded text covers, each with
+    at least MISSED_SPEECH seconds of speech (whisper sometimes starts a window with its second sentence)."""
+    spans = sorted((seg["start"] - COVER_SLACK, seg["end"] + COVER_SLACK) for seg in segments)
+    gaps, t = [], window_start
+    for a, b in spans:
+        if a > t:
+            gaps.append((t, a + COVER_SLACK))
+        t = max(t, b)
+    return [(a, b) for a, b in gaps if speech.speech_in(a, b) >= MISSED_SPEECH]
+
+
 def _missed_speech(speech: SpeechMap, seek: int, next_seek: int, decoded_end: float) -> int:
     """Where to continue: whisper's choice, unless speech it skipped lies between its last text and that point
     (whisper sometimes ends a window early with a lone timestamp and drops the rest); then from that speech."""
@@ -311,24 +360,29 @@ def _missed_speech(speech: SpeechMap, seek: int, next_seek: int, decoded_end: fl
     return next_seek
 
 
-def _snap(start: float, end: float, speech: SpeechMap) -> tuple[float, float]:
-    """Move a start that lies before speech onto its onset, and an end that lies after speech onto its end."""
+def _snap(start: float, end: float, speech: SpeechMap, limit: float = float("inf")) -> tuple[float, float]:
+    """Word times onto the detected speech. A word that ends in speech but starts before it (in the pause, or in
+    the speech before the pause) starts where that speech starts: whisper's alignment stretches the first word
+    after a pause back across it. A word that starts in speech and ends after it ends where the speech ends.
+    Neither moves by more than `limit` seconds."""
     at_start, at_end = speech.region_at(start), speech.region_at(end)
-    if at_start is None and at_end is not None and start < at_end[0] < end:
+    if at_end is not None and at_start != at_end and start < at_end[0] < min(end, start + limit):
         start = at_end[0]
-    elif at_end is None and at_start is not None and start < at_start[1] < end:
+    elif at_end is None and at_start is not None and max(start, end - limit) < at_start[1] < end:
         end = at_start[1]
     return start, end
 
 
 def _snap_to_speech(seg: dict, speech: SpeechMap) -> None:
+    """Word times onto the detected speech; without words, only the segment's start, by at most SNAP_MAX (a
+    segment's times are coarse, and the detector misses some speech, such as whispers)."""
     words = seg.get("words")
     if words:
         for w in words:
             w["start"], w["end"] = _snap(w["start"], w["end"], speech)
         seg["start"], seg["end"] = words[0]["start"], words[-1]["end"]
     else:
-        seg["start"], seg["end"] = _snap(seg["start"], seg["end"], speech)
+        seg["start"] = _snap(seg["start"], seg["end"], speech, SNAP_MAX)[0]
 
 
 # Text whisper is known to produce from silence, music or noise (subtitle credits and outros from its training data)
@@ -350,7 +404,9 @@ class _Guard:
         self.max_ratio = compression_ratio_threshold
         self.previous = ""
 
-    def keep(self, seg: dict, result: DecodingResult) -> bool:
+    def keep(self, seg: dict) -> bool:
+        """seg: whisper's segment dict with "text", "start", "end", and the window's DecodingResult as "result"."""
+        result = seg["result"]
         key = _normalized(seg["text"])
         speech = 1.0 if self.speech is None else self.speech.fraction(seg["start"], seg["end"])
         looping = self.max_ratio is not None and result.compression_ratio > self.max_ratio

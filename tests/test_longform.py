@@ -108,6 +108,7 @@ def _result(no_speech: float = 0.1, logprob: float = -0.3, ratio: float = 1.5) -
 
 
 SPEECH = SpeechMap(((1.0, 4.0), (10.0, 12.0)), 20.0)
+INF = float("inf")
 
 
 @pytest.mark.parametrize(
@@ -133,14 +134,14 @@ SPEECH = SpeechMap(((1.0, 4.0), (10.0, 12.0)), 20.0)
 )
 def test_hallucination_guards(segments, kept):
     guard = _Guard(SPEECH, 2.4)
-    found = [guard.keep({"text": t, "start": s, "end": e}, r) for t, s, e, r in segments]
+    found = [guard.keep({"text": t, "start": s, "end": e, "result": r}) for t, s, e, r in segments]
     assert found == kept
 
 
 def test_no_guard_but_repeats_without_speech_detection():
     guard = _Guard(None, 2.4)
-    assert guard.keep({"text": "Thanks for watching!", "start": 5.0, "end": 8.0}, _result(0.7, -0.9))
-    assert not guard.keep({"text": "Thanks for watching!", "start": 8.0, "end": 9.0}, _result(ratio=3.0))
+    assert guard.keep({"text": "Thanks for watching!", "start": 5.0, "end": 8.0, "result": _result(0.7, -0.9)})
+    assert not guard.keep({"text": "Thanks for watching!", "start": 8.0, "end": 9.0, "result": _result(ratio=3.0)})
 
 
 def test_no_cues_in_music(ov_model, audio, manifest):
@@ -201,18 +202,22 @@ def test_plan_window(regions, seek, expected):
 
 
 @pytest.mark.parametrize(
-    ("span", "expected"),
+    ("span", "limit", "expected"),
     [
-        ((0.8, 1.4), (1.0, 1.4)),  # starts before the speech: moved onto its onset
-        ((3.5, 4.6), (3.5, 4.0)),  # ends after it: moved onto its end
-        ((1.2, 3.0), (1.2, 3.0)),  # inside
-        ((4.5, 6.0), (4.5, 6.0)),  # no speech at all: left to the guards
-        ((3.8, 10.5), (3.8, 10.5)),  # spans two regions
-        ((0.5, 0.9), (0.5, 0.9)),
+        ((0.8, 1.4), INF, (1.0, 1.4)),  # starts before the speech: moved onto its onset
+        ((3.5, 4.6), INF, (3.5, 4.0)),  # ends after it: moved onto its end
+        ((1.2, 3.0), INF, (1.2, 3.0)),  # inside
+        ((4.5, 6.0), INF, (4.5, 6.0)),  # no speech at all: left to the guards
+        ((3.8, 10.5), INF, (10.0, 10.5)),  # stretched back across a pause: it belongs to the speech it ends in
+        ((5.0, 10.5), INF, (10.0, 10.5)),
+        ((5.0, 10.5), 1.0, (5.0, 10.5)),  # a segment's start moves 1 s at most
+        ((9.5, 10.5), 1.0, (10.0, 10.5)),
+        ((3.0, 9.0), 1.0, (3.0, 9.0)),  # ends 5 s after the speech: the detector missed something, leave it
+        ((0.5, 0.9), INF, (0.5, 0.9)),
     ],
 )
-def test_snap_to_speech(span, expected):
-    assert _snap(*span, SPEECH) == expected
+def test_snap_to_speech(span, limit, expected):
+    assert _snap(*span, SPEECH, limit) == expected
 
 
 @pytest.mark.parametrize(
