@@ -77,7 +77,11 @@ class SpeechMap:
         return gaps
 
     def _index(self, t: float) -> int:
-        return bisect.bisect_right([s for s, _ in self.regions], t)
+        return bisect.bisect_right(self._starts, t)
+
+    @functools.cached_property
+    def _starts(self) -> list[float]:  # (asked for every word: built once)
+        return [s for s, _ in self.regions]
 
 
 def _model_path() -> Path:

@@ -116,6 +116,7 @@ def test_video_without_audio_is_a_clear_error(ov_model, model_cache, tmp_path):
         (["{clip}", "--format", "srt,docx"], "--format 'srt,docx' is not valid"),
         (["{clip}", "--language", "klingon"], "Unknown language 'klingon'"),
         (["{clip}", "--model", "huge"], "Unknown model 'huge'"),
+        (["{clip}", "--vad-threshold", "2"], "--vad-threshold is a probability"),
     ],
 )
 def test_cli_errors_are_one_line_with_exit_code_2(args, message, model_cache, tmp_path):
