@@ -191,7 +191,7 @@ class SubtitleApp:
                     rows.append([*name, _time(segment.start), _time(segment.end), segment.text.strip()])
                     unseen = True
                 elif isinstance(event, JobResult):
-                    yield self._final(event, job_dir, rows, len(inputs) > 1, time.monotonic() - started)
+                    yield self._final(event, job_dir, len(inputs) > 1, time.monotonic() - started)
                     return
                 elif isinstance(event, SubtitleError):
                     raise event
@@ -206,14 +206,14 @@ class SubtitleApp:
         finally:
             cancelled.set()  # a job still running stops at its next progress report and removes its folder
 
-    def _final(self, result: JobResult, job_dir: Path, rows: list[list[str]], several: bool, took: float) -> tuple:
+    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float) -> tuple:
         first = result.files[0]
-        vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
         languages = [LANGUAGES.get(f.result.info.language, f.result.info.language).title() for f in result.files]
         about = _about([f.source for f in result.files], languages)
         if first.burned is not None:  # the burned-in video is the preview (a track on top would draw the text twice)
             preview = gr.Video(value=str(first.burned), subtitles=None)
         else:
+            vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
             preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
@@ -106,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         rules = (
             None
             if args.no_cue_rules
-            else replace(CueRules(), max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps)
+            else CueRules(max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps)
         )
         burn_options = BurnOptions(
             style=Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),

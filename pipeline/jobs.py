@@ -25,7 +25,7 @@ from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_s
 from pipeline.segment import CueRules, TimedWord
 from pipeline.segment import segment as segment_words
 from pipeline.subtitles import FORMATS, clean_cues, render
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, normalize_language, transcribe
+from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, check_options, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 _STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
@@ -183,13 +183,11 @@ def run_job(
     formats = tuple(dict.fromkeys(options.formats))
     if not formats or any(f not in FORMATS for f in formats):
         raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
-    normalize_language(options.transcribe.language)  # a wrong language or task fails now, not after a download
+    check_options(options.transcribe)  # a wrong language or task fails now, not after a download
     if options.burn is not None:
         to_ass([], 640, 360, options.burn.style)  # a bad colour or position fails now, not after transcribing
         if options.burn.preview_seconds is not None and options.burn.preview_seconds <= 0:
             raise SubtitleError("The preview length must be a positive number of seconds")
-    if options.transcribe.task not in ("transcribe", "translate"):
-        raise SubtitleError(f"Unknown task {options.transcribe.task!r}: use transcribe or translate")
     if "json" in formats and not options.transcribe.word_timestamps:  # JSON carries every word's timing
         options = replace(options, transcribe=replace(options.transcribe, word_timestamps=True))
     checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if isinstance(x, Path)}

@@ -62,6 +62,9 @@ class OVWhisper:
         for layer, head in self.head_list:
             heads[layer, head] = True
         self.alignment_heads = heads.to_sparse()  # as whisper's Whisper has it (whisper.timing reads it)
+        self._heads_by_layer: dict[int, list[tuple[int, int]]] = {}  # layer -> (index in aligner output, head)
+        for a, (layer, head) in enumerate(self.head_list):
+            self._heads_by_layer.setdefault(layer, []).append((a, head))
         self._requests = threading.local()  # one encoder request per thread: concurrent jobs share this model
         self.device = torch.device("cpu")  # whisper.decoding moves tensors to model.device
 
@@ -135,10 +138,11 @@ class OVWhisper:
         req.infer()
         scores = torch.from_numpy(req.get_tensor("alignment_qk").data.copy())  # (B, A, T, S)
         for layer, block in enumerate(self.decoder.blocks):
-            qk = torch.zeros(scores.shape[0], heads, *scores.shape[2:])  # (B, nh, T, S): only alignment heads filled
-            for a, (head_layer, head) in enumerate(self.head_list):
-                if head_layer == layer:
-                    qk[:, head] = scores[:, a]
+            # (B, nh, T, S) with the alignment heads filled in; whisper reads nothing else, so a layer without
+            # alignment heads gets an empty tensor
+            qk = torch.zeros(scores.shape[0], heads if layer in self._heads_by_layer else 0, *scores.shape[2:])
+            for a, head in self._heads_by_layer.get(layer, ()):
+                qk[:, head] = scores[:, a]
             block.cross_attn.run_hooks((None, qk))
         return torch.from_numpy(req.get_tensor("logits").data.copy())
 

@@ -233,15 +233,15 @@ def _write(
     cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
            *args, tmp]  # fmt: skip
     try:
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, env=env
-        )
-        try:
-            stderr = _follow(proc, duration, progress, timeout)
-        except BaseException:
-            _kill(proc)  # ffmpeg and anything it started
-            proc.wait()
-            raise
+        ) as proc:  # (closes the pipes on every path)
+            try:
+                stderr = _follow(proc, duration, progress, timeout)
+            except BaseException:
+                _kill(proc)  # ffmpeg and anything it started
+                proc.wait()
+                raise
         if proc.returncode != 0:
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {proc.returncode}"
             raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")

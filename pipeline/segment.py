@@ -67,7 +67,7 @@ def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool 
             cut = len(current) if paused else _best_cut(current, rules)
             groups.append(current[:cut])
             current = current[cut:]
-            while current and not _fits([*current, word], rules, line_chars, cjk):
+            if current and not _fits([*current, word], rules, line_chars, cjk):
                 groups.append(current)  # the rest cannot take this word either
                 current = []
         current.append(word)
@@ -99,7 +99,7 @@ def _fits(words: Sequence[TimedWord], rules: CueRules, line_chars: int, cjk: boo
     if words[-1].end - words[0].start > rules.max_duration:
         return False
     # reading speed, counted over the time the cue may take (up to max_duration), not just the speech
-    return len(text) <= rules.max_cps * max(words[-1].end - words[0].start, rules.max_duration)
+    return len(text) <= rules.max_cps * rules.max_duration
 
 
 def _best_cut(words: Sequence[TimedWord], rules: CueRules) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 from whisper.audio import (
+    FRAMES_PER_SECOND,
     HOP_LENGTH,
     N_FRAMES,
     N_SAMPLES,
@@ -100,6 +101,13 @@ def normalize_language(language: str | None) -> str | None:
     return code
 
 
+def check_options(options: TranscribeOptions) -> str | None:
+    """The language code (None: detect it); a SubtitleError for an unknown language or task."""
+    if options.task not in ("transcribe", "translate"):
+        raise SubtitleError(f"Unknown task {options.task!r}: use transcribe or translate")
+    return normalize_language(options.language)
+
+
 def transcribe(
     audio: np.ndarray,
     model: OVWhisper,
@@ -107,9 +115,7 @@ def transcribe(
     progress: Callable[[float], None] | None = None,
 ) -> tuple[Iterator[Segment], TranscriptionInfo]:
     """Transcribe 16 kHz mono float32 audio; returns (lazy segments, info). Language detection happens here."""
-    if options.task not in ("transcribe", "translate"):
-        raise SubtitleError(f"Unknown task {options.task!r}: use transcribe or translate")
-    language = normalize_language(options.language)
+    language = check_options(options)
     if not model.is_multilingual and language not in (None, "en"):
         raise SubtitleError("This model is English-only: choose a multilingual model or language 'en'")
     mel = log_mel_spectrogram(
@@ -273,7 +279,6 @@ def _to_segment(seg: dict) -> Segment:
     )
 
 
-FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100 mel frames per second
 LEAD_IN = 0.2  # seconds of audio kept before speech starts, so the first word is whole
 SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +70,12 @@ class SpeechMap:
     def pauses(self, start: float, end: float) -> list[tuple[float, float]]:
         """The pauses that begin inside (start, end), as (pause start, pause end clipped to end)."""
         gaps = []
-        for (_, e0), (s1, _) in zip(self.regions, (*self.regions[1:], (self.duration, self.duration)), strict=True):
-            if start < e0 < end and s1 > e0:
+        first = max(self._index(start) - 1, 0)
+        following = (*self.regions[first + 1 :], (self.duration, self.duration))
+        for (_, e0), (s1, _) in zip(self.regions[first:], following, strict=True):
+            if e0 >= end:
+                break
+            if start < e0 and s1 > e0:
                 gaps.append((e0, min(s1, end)))
         return gaps
 
@@ -84,35 +87,29 @@ class SpeechMap:
         return [s for s, _ in self.regions]
 
 
-def _model_path() -> Path:
-    # found without importing the package (see _silero)
-    spec = importlib.util.find_spec("silero_vad")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("silero-vad is not installed: pip install -r requirements.txt")
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / "silero_vad_16k_sequence.onnx"
-
-
 @functools.lru_cache(maxsize=1)
 def _compiled():
     import openvino as ov
 
     core = ov.Core()
-    return core.compile_model(core.read_model(_model_path()), "CPU", {"INFERENCE_NUM_THREADS": 1})
+    model_path = Path(_silero()[2]) / "data" / "silero_vad_16k_sequence.onnx"
+    return core.compile_model(core.read_model(model_path), "CPU", {"INFERENCE_NUM_THREADS": 1})
 
 
 @functools.lru_cache(maxsize=1)
 def _silero():
-    """silero's frame layout and region state machine. Importing the package runs its __init__, which calls
-    torch.set_num_threads(1) for the whole process; the thread count is put back."""
+    """silero's frame layout, region state machine and package folder (with the model). Importing the package runs
+    its __init__, which calls torch.set_num_threads(1) for the whole process; the thread count is put back."""
     import torch
 
     threads = torch.get_num_threads()
     try:
+        import silero_vad
         from silero_vad.sequence_vad import frame_blocks
         from silero_vad.utils_vad import get_speech_timestamps_from_probs
     finally:
         torch.set_num_threads(threads)
-    return frame_blocks, get_speech_timestamps_from_probs
+    return frame_blocks, get_speech_timestamps_from_probs, Path(silero_vad.__file__).parent
 
 
 def speech_probabilities(audio: np.ndarray) -> np.ndarray:
@@ -121,7 +118,7 @@ def speech_probabilities(audio: np.ndarray) -> np.ndarray:
     h = np.zeros(STATE_SHAPE, np.float32)
     c = np.zeros(STATE_SHAPE, np.float32)
     probs = []
-    frame_blocks, _ = _silero()
+    frame_blocks, _, _ = _silero()
     for block in frame_blocks(np.ascontiguousarray(audio, np.float32), FRAME_SAMPLES, CONTEXT_SAMPLES, MAX_FRAMES):
         out = request.infer({"input": block, "h": h, "c": c})
         probs.append(np.array(out["speech_probs"]).reshape(-1))
@@ -131,7 +128,7 @@ def speech_probabilities(audio: np.ndarray) -> np.ndarray:
 
 def speech_map(audio: np.ndarray, options: VadOptions = VadOptions()) -> SpeechMap:
     """Speech regions of 16 kHz mono float32 audio."""
-    _, get_speech_timestamps_from_probs = _silero()
+    _, get_speech_timestamps_from_probs, _ = _silero()
     probs = speech_probabilities(audio)
     found = get_speech_timestamps_from_probs(
         probs.tolist(),
