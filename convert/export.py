@@ -8,10 +8,15 @@ Two IR models per checkpoint:
 - aligner.xml: tokens (B, T) and cross_{k,v}_i -> logits (B, T, vocab) and alignment_qk (B, A, T, 1500): the
   cross-attention scores of the A alignment heads over the whole token sequence, no cache. Word timestamps are
   whisper's dynamic time warping over these (whisper.timing), run once per window that asks for them.
-- decoder.xml: tokens (B, T), beam_idx (B,), logit_pos (K,), cross_{k,v}_i and past_{k,v}_i (B, heads, P, d/heads)
-  per layer -> logits (B, K, vocab) at positions logit_pos and present_{k,v}_i (B, heads, P + T, d/heads). The self-attention cache is explicit:
-  each step's `present` tensors are bound as the next step's `past` inputs (see pipeline/model.py), and
-  `beam_idx` reorders them for beam search.
+- decoder.xml: tokens (B, T), beam_idx (B,) i32, logit_pos (K,) and cross_{k,v}_i per layer -> logits (B, K, vocab)
+  at positions logit_pos. Stateful, as OpenVINO GenAI / optimum-intel export decoders: the self-attention cache
+  lives inside the compiled model (ReadValue -> Gather(beam_idx) -> Concat -> SDPA, Assign), which the CPU plugin
+  fuses into one attention node with a preallocated cache; `beam_idx` reorders it for beam search, and
+  `reset_state()` empties it between windows.
+
+Weights are stored as f16 (computed in f32 or bf16), or as int8 (`ExportOptions(weights="int8")`: nncf's
+INT8_ASYM weight compression of every matmul and the embedding, vocabulary projection included; the CPU plugin
+then quantizes activations on the fly, so the matmuls run on VNNI/AMX int8).
 
 The cache lives under SUBTITLE_CACHE_DIR (default: the user's cache directory), in a folder named by checkpoint
 identity and export settings. An export is written to a temporary folder and renamed into place, so an
@@ -38,13 +43,20 @@ from whisper.model import Whisper
 if TYPE_CHECKING:
     from convert.checkpoints import Checkpoint
 
-EXPORT_VERSION = 3  # bump when the IR layout changes, so old cache entries are not reused
+EXPORT_VERSION = 4  # bump when the IR layout changes, so old cache entries are not reused
 FILES = ("encoder.xml", "encoder.bin", "decoder.xml", "decoder.bin", "aligner.xml", "aligner.bin", "model.json")
+
+
+WEIGHTS = ("f16", "f32", "int8")
 
 
 @dataclass(frozen=True)
 class ExportOptions:
-    compress_to_fp16: bool = True  # store weights as f16 in the .bin (half the size; CPU still computes in f32)
+    weights: str = "f16"  # how the .bin stores weights: f16 (half of f32's size; computed in f32/bf16), f32, int8
+
+    def __post_init__(self):
+        if self.weights not in WEIGHTS:
+            raise ValueError(f"weights must be one of {WEIGHTS}, not {self.weights!r}")
 
 
 def cache_root() -> Path:
@@ -61,7 +73,7 @@ def ensure_ir(
     progress: Callable[[str], None] = lambda message: None,
 ) -> Path:
     """Return the cache folder holding the IR for `checkpoint`, exporting it first if it is not there yet."""
-    key = f"{checkpoint.identity}-v{EXPORT_VERSION}-{'f16' if options.compress_to_fp16 else 'f32'}"
+    key = f"{checkpoint.identity}-v{EXPORT_VERSION}-{options.weights}"
     target = cache_root() / key
     if all((target / name).is_file() for name in FILES):
         return target
@@ -86,6 +98,7 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
     """Convert `model` to encoder.xml/decoder.xml (+ .bin) and model.json (dims, alignment heads) in `out`."""
     import openvino as ov
 
+    fp16 = options.weights == "f16"
     model = model.float().eval()
     dims = model.dims
     # torch.jit tracing warns about whisper's shape assert and about being deprecated; neither is actionable here
@@ -97,7 +110,7 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
         )
         encoder.outputs[0].get_tensor().set_names({"audio_features"})
         encoder.outputs[1].get_tensor().set_names({"cross_kv"})
-        ov.save_model(encoder, out / "encoder.xml", compress_to_fp16=options.compress_to_fp16)
+        ov.save_model(_compressed(encoder, options), out / "encoder.xml", compress_to_fp16=fp16)
 
         layers, heads, hs = dims.n_text_layer, dims.n_text_head, dims.n_text_state // dims.n_text_head
         names = ["tokens", "beam_idx", "logit_pos"]
@@ -108,18 +121,19 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
             + [(-1, heads, dims.n_audio_ctx, hs)] * 2 * layers
             + [(-1, heads, -1, hs)] * 2 * layers
         )
-        example = [torch.tensor([[50258, 50259, 50359]]), torch.zeros(1, dtype=torch.int64), torch.tensor([0, 2])]
+        example = [torch.tensor([[50258, 50259, 50359]]), torch.zeros(1, dtype=torch.int32), torch.tensor([0, 2])]
         example += [torch.zeros(1, heads, dims.n_audio_ctx, hs)] * 2 * layers + [
             torch.zeros(1, heads, 2, hs)
         ] * 2 * layers
-        types = [ov.Type.i64] * 3 + [ov.Type.f32] * 4 * layers
+        types = [ov.Type.i64, ov.Type.i32, ov.Type.i64] + [ov.Type.f32] * 4 * layers
         decoder = ov.convert_model(_Decoder(model), example_input=tuple(example), input=list(zip(shapes, types)))
         for port, name in zip(decoder.inputs, names):
             port.get_tensor().set_names({name})
         outputs = ["logits"] + [f"present_{kv}_{i}" for i in range(layers) for kv in "kv"]
         for port, name in zip(decoder.outputs, outputs):
             port.get_tensor().set_names({name})
-        ov.save_model(decoder, out / "decoder.xml", compress_to_fp16=options.compress_to_fp16)
+        _make_stateful(decoder, layers, heads, hs)
+        ov.save_model(_compressed(decoder, options), out / "decoder.xml", compress_to_fp16=fp16)
 
         aligner = ov.convert_model(
             _Aligner(model),
@@ -130,11 +144,42 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
             port.get_tensor().set_names({name})
         for port, name in zip(aligner.outputs, ["logits", "alignment_qk"]):
             port.get_tensor().set_names({name})
-        ov.save_model(aligner, out / "aligner.xml", compress_to_fp16=options.compress_to_fp16)
+        ov.save_model(_compressed(aligner, options), out / "aligner.xml", compress_to_fp16=fp16)
 
     heads = model.alignment_heads.to_dense().nonzero().tolist()
     info = {"dims": asdict(dims), "alignment_heads": heads, "export": asdict(options), "version": EXPORT_VERSION}
     (out / "model.json").write_text(json.dumps(info, indent=1))
+
+
+def _make_stateful(decoder, layers: int, heads: int, hs: int) -> None:
+    """past_*/present_* pairs become internal state (the cache stays in the compiled model between steps), each
+    starting as an empty (B, heads, 0, hs) tensor with the batch of `tokens`: the layout optimum-intel gives its
+    stateful decoders, which the CPU plugin fuses with the attention (its pattern wants an i32 beam_idx)."""
+    import numpy as np
+    import openvino.opset13 as ops
+    from openvino._offline_transformations import apply_make_stateful_transformation
+
+    apply_make_stateful_transformation(
+        decoder, {f"past_{kv}_{i}": f"present_{kv}_{i}" for i in range(layers) for kv in "kv"}
+    )
+    batch = ops.gather(ops.shape_of(decoder.input("tokens"), output_type="i64"), ops.constant([0]), ops.constant(0))
+    shape = ops.concat([batch, ops.constant(np.array([heads, 0, hs], np.int64))], axis=0)  # (B, nh, 0, hs)
+    for op in decoder.get_ops():
+        if op.get_type_name() == "ReadValue":
+            op.set_arguments([ops.broadcast(ops.constant(0.0, dtype=op.get_output_element_type(0)), shape)])
+    decoder.validate_nodes_and_infer_types()
+
+
+def _compressed(model, options: ExportOptions):
+    """int8 weights (per output channel, asymmetric) for every matmul and embedding, or the model as it is."""
+    if options.weights != "int8":
+        return model
+    import logging
+
+    import nncf
+
+    logging.getLogger("nncf").setLevel(logging.WARNING)  # its progress bars and statistics are not ours to print
+    return nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
 
 
 def _heads(x: Tensor, n_head: int) -> Tensor:

@@ -26,38 +26,73 @@ from whisper.model import ModelDimensions
 from whisper.timing import dtw as whisper_dtw
 from whisper.tokenizer import Tokenizer
 
+from pipeline.cpu import PRECISIONS, auto_precision, cpu
+from pipeline.errors import SubtitleError
+
 
 @dataclass(frozen=True)
 class ModelOptions:
     model: str = "base"  # a name (tiny … large-v3, turbo), a .pt file, or a faster-whisper directory
-    precision: str = "f32"  # OpenVINO CPU inference precision: "f32", or "bf16" on CPUs that have it
-    threads: int = 0  # CPU threads for inference; 0 lets OpenVINO choose
-    compress_to_fp16: bool = True  # store IR weights as f16 (half the disk; still computed in `precision`)
+    precision: str = "auto"  # "f32", "bf16" (CPUs with AVX512-BF16/AMX), "int8" weights, or "auto": see pipeline.cpu
+    threads: int = 0  # CPU threads for inference; 0: the cores this process may use
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise SubtitleError(f"Unknown precision {self.precision!r}: use {', '.join(PRECISIONS)}")
+        if self.threads < 0:
+            raise SubtitleError("The thread count must be 0 (all usable cores) or more")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How one precision is stored and compiled: the IR's weights and each IR's OpenVINO CPU settings."""
+
+    name: str  # f32, bf16, int8
+    weights: str  # the IR's weight storage (convert.export.WEIGHTS)
+    encoder: str  # INFERENCE_PRECISION_HINT of the encoder (compute-bound: 1500 audio positions per window)
+    decoder: str  # ... of the decoder and aligner (memory-bound: a few tokens per step)
+    kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
+
+
+def resolve_precision(name: str) -> Precision:
+    """`auto` made concrete for this CPU, checked against what it can do."""
+    info = cpu()
+    name = auto_precision(info) if name == "auto" else name
+    if name == "f32":  # the reference: token-for-token openai-whisper (tests/test_openvino.py)
+        return Precision("f32", "f16", "f32", "f32", "f32")
+    if name == "bf16":
+        if not info.has_bf16:
+            raise SubtitleError("This CPU has no bf16 instructions (AVX512-BF16 or AMX): use precision f32 or int8")
+        return Precision("bf16", "f16", "bf16", "bf16", "bf16")
+    # int8 weights: the decoder computes in f32 around them (measured faster than bf16 there: the CPU plugin
+    # quantizes activations to int8 for the matmuls anyway); the encoder, compute-bound, in bf16 where the CPU has it
+    return Precision("int8", "int8", "bf16" if info.has_bf16 else "f32", "f32", "f32")
 
 
 class OVWhisper:
     """Whisper encoder + decoder compiled for the OpenVINO CPU plugin."""
 
-    def __init__(self, ir_dir: Path, options: ModelOptions = ModelOptions()):
+    def __init__(self, ir_dir: Path, precision: Precision, threads: int = 0, compiled_cache: Path | None = None):
         info = json.loads((ir_dir / "model.json").read_text())
         self.dims = ModelDimensions(**info["dims"])
         self.head_list: list[list[int]] = info["alignment_heads"]  # (layer, head) pairs, in the aligner's order
         self.ir_dir = ir_dir
-        config = {
-            "INFERENCE_PRECISION_HINT": options.precision,
-            "PERFORMANCE_HINT": "LATENCY",
-            # Every decoder step has a new input shape, so the plugin's per-shape kernel cache only grows: off, it
-            # measured faster (21.7 s vs 28.3 s, 3 min of audio, beam 5) and peaked at 2.3 GB instead of 5.3 GB.
-            "CPU_RUNTIME_CACHE_CAPACITY": 0,
-        }
-        if options.threads:
-            config["INFERENCE_NUM_THREADS"] = options.threads
+        self.precision = precision
         core = ov.Core()
-        self.encoder_model = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
+        if compiled_cache is not None:  # compiled blobs on disk: a second process skips compiling
+            core.set_property({"CACHE_DIR": str(compiled_cache)})
+        base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads or cpu().cores}
+
+        def compile_ir(name: str, hint: str, **extra) -> ov.CompiledModel:
+            return core.compile_model(ir_dir / name, "CPU", {**base, "INFERENCE_PRECISION_HINT": hint, **extra})
+
+        self.encoder_model = compile_ir("encoder.xml", precision.encoder)
         self.decoder = _CompiledDecoder(
-            core.compile_model(ir_dir / "decoder.xml", "CPU", config), self.dims.n_text_layer
+            compile_ir("decoder.xml", precision.decoder, KV_CACHE_PRECISION=precision.kv_cache),
+            self.dims.n_text_layer,
         )
-        self.aligner = core.compile_model(ir_dir / "aligner.xml", "CPU", config)
+        # The aligner sees a new sequence length on every call, so the plugin's per-shape kernel cache only grows
+        self.aligner = compile_ir("aligner.xml", precision.decoder, CPU_RUNTIME_CACHE_CAPACITY=0)
         heads = torch.zeros(self.dims.n_text_layer, self.dims.n_text_head, dtype=torch.bool)
         for layer, head in self.head_list:
             heads[layer, head] = True
@@ -207,11 +242,10 @@ class OVDecodingTask(DecodingTask):
 
 
 class OVInference(Inference):
-    """The decoder IR with an explicit self-attention KV cache.
+    """The stateful decoder IR: the self-attention KV cache lives in the infer request's state.
 
-    The first call runs the whole prompt; later calls run only the newest token. Each step's `present_*` output
-    tensors are bound as the next step's `past_*` inputs without passing through numpy, and the cross-attention
-    keys/values, computed by the encoder once per window, are bound once.
+    The first call runs the whole prompt; later calls run only the newest token. The cross-attention keys/values,
+    computed by the encoder once per window, are bound once; `beam_idx` reorders the cache for beam search.
     """
 
     def __init__(self, model: OVWhisper, initial_token_length: int, sot_index: int = 0):
@@ -238,20 +272,14 @@ class OVInference(Inference):
             # broadcasts it over the beams (no copies to read per step); several windows must be repeated.
             if kv.shape[0] not in (1, n_batch):
                 kv = np.repeat(kv, n_batch // kv.shape[0], axis=0)
-            empty = np.zeros((n_batch, heads, 0, hs), np.float32)
             for i in range(self.n_layer):
                 for j, name in enumerate("kv"):
                     req.set_tensor(f"cross_{name}_{i}", ov.Tensor(np.ascontiguousarray(kv[:, i, j])))
-                    req.set_tensor(f"past_{name}_{i}", ov.Tensor(empty))
+            req.reset_state()
             self._started = True
         else:
             tokens = tokens[:, -1:]  # only the newest token after the first forward pass
-            for i in range(self.n_layer):
-                for name in "kv":
-                    # The CPU plugin allocates fresh output memory for each dynamic-shape inference, so binding the
-                    # output tensor as the next input is safe (checked step by step in tests/test_openvino.py).
-                    req.set_tensor(f"past_{name}_{i}", req.get_tensor(f"present_{name}_{i}"))
-        beam_idx = self._beam_idx if self._beam_idx is not None else np.arange(n_batch, dtype=np.int64)
+        beam_idx = self._beam_idx if self._beam_idx is not None else np.arange(n_batch, dtype=np.int32)
         self._beam_idx = None
         req.set_tensor("tokens", ov.Tensor(np.ascontiguousarray(tokens.numpy(), dtype=np.int64)))
         positions = sorted({self.sot_index, tokens.shape[-1] - 1}) if tokens.shape[-1] > 1 else [0]
@@ -267,10 +295,10 @@ class OVInference(Inference):
 
     def rearrange_kv_cache(self, source_indices) -> None:
         if list(source_indices) != list(range(len(source_indices))):
-            self._beam_idx = np.asarray(source_indices, dtype=np.int64)
+            self._beam_idx = np.asarray(source_indices, dtype=np.int32)
 
     def cleanup_caching(self) -> None:
-        self.request = self.model.decoder.compiled.create_infer_request()  # drop the cache tensors
+        self.request.reset_state()  # the cache's memory is kept for the next window
         self._started = False
         self._beam_idx = None
 
@@ -279,12 +307,13 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
     # imported here: convert/ imports pipeline.errors, so a module-level import would be circular
     from convert.checkpoints import resolve_checkpoint
-    from convert.export import ExportOptions, ensure_ir
+    from convert.export import ExportOptions, cache_root, ensure_ir
 
+    precision = resolve_precision(options.precision)
     checkpoint = resolve_checkpoint(options.model)
-    ir_dir = ensure_ir(checkpoint, ExportOptions(compress_to_fp16=options.compress_to_fp16), progress)
-    progress(f"Loading {checkpoint.description}")
-    model = OVWhisper(ir_dir, options)
+    ir_dir = ensure_ir(checkpoint, ExportOptions(weights=precision.weights), progress)
+    progress(f"Loading {checkpoint.description} ({precision.name})")
+    model = OVWhisper(ir_dir, precision, options.threads, cache_root() / "compiled")
     # whisper's word-timing DTW is compiled by numba on first use (~3 s): pay it here, not in the first job
     whisper_dtw(torch.zeros(2, 2))
     return model

@@ -56,9 +56,10 @@ def torch_model():
 
 @pytest.fixture(scope="session")
 def ov_model(model_cache):
-    from pipeline.model import load_model
+    """The IR at f32, the precision that decodes token for token like openai-whisper."""
+    from pipeline.model import ModelOptions, load_model
 
-    return load_model()
+    return load_model(ModelOptions(precision="f32"))
 
 
 @pytest.fixture(scope="session")
