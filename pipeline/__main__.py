@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline.cpu import PRECISIONS
 from pipeline.errors import SubtitleError
 from pipeline.jobs import subtitle_file, write_outputs
 from pipeline.media import require_audio
@@ -31,6 +32,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "-m",
         default="base",
         help="model name (tiny … large-v3, turbo), .pt file, or faster-whisper directory",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=ModelOptions.precision,
+        help="int8 weights, bf16 (CPUs with AVX512-BF16 or AMX) or f32; auto picks the fastest for this CPU",
+    )
+    p.add_argument(
+        "--threads", type=int, default=0, help="CPU threads for inference; 0: every core this process may use"
     )
     p.add_argument(
         "--language", "-l", default="auto", help="spoken language: auto, or a code/name such as en, de, Spanish"
@@ -118,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             media = require_audio(path)
             if args.burn and not media.has_video:
                 raise SubtitleError(f"{path.name} has no picture to burn subtitles into: leave out --burn")
-        model = load_model(ModelOptions(model=args.model), progress=say)
+        model = load_model(ModelOptions(args.model, args.precision, args.threads), progress=say)
         for path in args.inputs:
             started = time.monotonic()
             say(f"{path.name}: transcribing")

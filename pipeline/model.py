@@ -9,6 +9,7 @@ unchanged. The only seam is `Inference`, the small class whisper uses for the KV
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -24,6 +25,7 @@ from whisper.decoding import DecodingOptions, DecodingResult, DecodingTask, Infe
 from whisper.decoding import detect_language as whisper_detect_language
 from whisper.model import ModelDimensions
 from whisper.timing import dtw as whisper_dtw
+from whisper.timing import dtw_cpu
 from whisper.tokenizer import Tokenizer
 
 from pipeline.cpu import PRECISIONS, auto_precision, cpu
@@ -307,16 +309,30 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
     # imported here: convert/ imports pipeline.errors, so a module-level import would be circular
     from convert.checkpoints import resolve_checkpoint
-    from convert.export import ExportOptions, cache_root, ensure_ir
+    from convert.export import ExportOptions, ensure_ir
 
     precision = resolve_precision(options.precision)
     checkpoint = resolve_checkpoint(options.model)
     ir_dir = ensure_ir(checkpoint, ExportOptions(weights=precision.weights), progress)
     progress(f"Loading {checkpoint.description} ({precision.name})")
-    model = OVWhisper(ir_dir, precision, options.threads, cache_root() / "compiled")
-    # whisper's word-timing DTW is compiled by numba on first use (~3 s): pay it here, not in the first job
+    threads = options.threads or cpu().cores
+    model = OVWhisper(ir_dir, precision, threads, compiled_cache_dir(precision, threads))
+    # whisper's word-timing DTW is compiled by numba on first use (1-5 s): pay it here, not in the first job, and
+    # once per machine: numba keeps the compiled function on disk (beside whisper's bytecode cache, or in its
+    # user-wide cache when that is read-only) and later processes load it (0.25 s)
+    dtw_cpu.enable_caching()
     whisper_dtw(torch.zeros(2, 2))
     return model
+
+
+def compiled_cache_dir(precision: Precision, threads: int) -> Path:
+    """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
+    the precision hint out (a bf16 compile loaded the f32 blob of the same IR and crashed), and a blob compiled for
+    one CPU's instruction sets must not be loaded on another, so each gets its own folder."""
+    from convert.export import cache_root
+
+    machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
+    return cache_root() / "compiled" / f"{machine}-{precision.name}-{threads}t"
 
 
 class ModelCache:

@@ -1,0 +1,238 @@
+"""The judge of speed: whole processes, as a user would type them, on the same weights and threads, in one run.
+
+    python benchmarks/speed.py [--eval-dir ../shared/eval] [--seed 7] [--threads N] [--engines a,b,...]
+                               [--recordings continuous,pauses] [--no-first-cue]
+
+Two recordings are built from the real English speech of ../shared/eval:
+- continuous: the read-speech clips (LibriVox, LibriSpeech, LJ Speech) joined with no gap, as an audiobook chapter;
+- pauses: the other English clips in an order drawn from --seed, with pauses of 0.2-3 s between them and one
+  silence of 30-60 s at a drawn place (speech right after a long silence).
+Keep the seeds the tests use (tests/test_longform.py) out of this benchmark's runs: the default seed is not one.
+
+Each engine runs as its own process: ours is `python -m pipeline REC.wav` (defaults, greedy, each precision);
+faster-whisper (int8 greedy, int8 beam 5, f32 beam 5) and openai-whisper (beam 5) run through
+`benchmarks/engines.py`, a plain script of the kind their users write. All get the embedded Whisper base weights,
+--language en and the same thread count. The table gives wall time, x realtime, the ratio to faster-whisper int8
+greedy, WER (whisper's English normaliser) and peak RSS (the process's maximum resident set), and the first-cue
+table the time from the command to its first cue printed for a 10-s clip, cold (no compiled-model or DTW cache)
+and warm. The CPU's model and flags head every table; compare figures within one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.composition import Composition, compose, load_clips  # noqa: E402
+from pipeline.cpu import cpu  # noqa: E402
+from pipeline.media import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
+
+READ_SPEECH = re.compile(r"^en_(librivox|ls|ljs)_")
+OURS = [sys.executable, "-m", "pipeline"]
+OTHERS = [sys.executable, str(ROOT / "benchmarks" / "engines.py")]
+
+# name -> command after the recording and output paths are filled in ({audio}, {out}, {threads})
+ENGINES = {
+    "ours (defaults)": OURS + ["{audio}", "-o", "{out}", "-l", "en", "--threads", "{threads}", "-q"],
+    "ours --beam-size 1": OURS + ["{audio}", "-o", "{out}", "-l", "en", "--threads", "{threads}", "-q",
+                                  "--beam-size", "1"],
+    "ours --precision int8": OURS + ["{audio}", "-o", "{out}", "-l", "en", "--threads", "{threads}", "-q",
+                                     "--precision", "int8"],
+    "ours --precision bf16": OURS + ["{audio}", "-o", "{out}", "-l", "en", "--threads", "{threads}", "-q",
+                                     "--precision", "bf16"],
+    "ours --precision f32": OURS + ["{audio}", "-o", "{out}", "-l", "en", "--threads", "{threads}", "-q",
+                                    "--precision", "f32"],
+    "ours --no-vad": OURS + ["{audio}", "-o", "{out}", "-l", "en", "--threads", "{threads}", "-q", "--no-vad"],
+    "faster-whisper int8 greedy": OTHERS + ["faster-whisper", "int8", "1", "{threads}", "{audio}", "{out}"],
+    "faster-whisper int8 beam 5": OTHERS + ["faster-whisper", "int8", "5", "{threads}", "{audio}", "{out}"],
+    "faster-whisper f32 beam 5": OTHERS + ["faster-whisper", "float32", "5", "{threads}", "{audio}", "{out}"],
+    "openai-whisper beam 5": OTHERS + ["openai-whisper", "float32", "5", "{threads}", "{audio}", "{out}"],
+}  # fmt: skip
+BASELINE = "faster-whisper int8 greedy"
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    peak_mib: float
+    text: str
+    failed: str = ""
+
+
+def recordings(eval_dir: Path, seed: int) -> dict[str, Composition]:
+    clips = [c for c in load_clips(eval_dir, language="en")]
+    read = [c for c in clips if READ_SPEECH.match(c.id)]
+    rest = [c for c in clips if not READ_SPEECH.match(c.id) or c.id.startswith("en_ljs_LJ002")]
+    rng = np.random.default_rng(seed)
+    order = [rest[i] for i in rng.permutation(len(rest))]
+    gaps = list(rng.uniform(0.2, 3.0, len(order)))
+    gaps[int(rng.integers(0, len(order) - 1))] = float(rng.uniform(30, 60))
+    return {"continuous": compose(read, 0.0), "pauses": compose(order, gaps)}
+
+
+def write_wav(audio: np.ndarray, path: Path) -> None:
+    pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16).tobytes()
+    cmd = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "s16le", "-ar", str(SAMPLE_RATE),
+           "-ac", "1", "-i", "-", str(path)]  # fmt: skip
+    subprocess.run(cmd, input=pcm, check=True)
+
+
+def run(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stderr) of one whole process."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    stderr = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - started
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}): {stderr.strip()[-500:]}")
+    return wall, usage.ru_maxrss / 1024, stderr
+
+
+def transcript(out: Path) -> str:
+    """The text of the SRT (ours) or TXT (engines.py) written into `out`."""
+    srt = list(out.glob("*.srt"))
+    if srt:
+        import srt as srt_lib
+
+        return " ".join(c.content.replace("\n", " ") for c in srt_lib.parse(srt[0].read_text(encoding="utf-8")))
+    return (out / "transcript.txt").read_text(encoding="utf-8")
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    import jiwer
+    from whisper.normalizers import EnglishTextNormalizer
+
+    norm = EnglishTextNormalizer()
+    return jiwer.wer(norm(reference), norm(hypothesis))
+
+
+def first_cue(command: list[str], env: dict[str, str]) -> float:
+    """Seconds from starting `command` to the first cue line it prints on stderr."""
+    started = time.monotonic()
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True) as proc:
+        seen = None
+        for line in proc.stderr:
+            if seen is None and re.match(r"\s*\[\d\d:\d\d", line):
+                seen = time.monotonic() - started
+        if proc.wait() or seen is None:
+            raise RuntimeError(f"{' '.join(command)} printed no cue")
+    return seen
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
+    p.add_argument("--seed", type=int, default=7, help="draws the pauses recording (not a seed the tests use)")
+    p.add_argument("--threads", type=int, default=cpu().cores)
+    p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated, from: " + ", ".join(ENGINES))
+    p.add_argument("--recordings", default="continuous,pauses")
+    p.add_argument("--no-first-cue", action="store_true", help="skip the 10-s first-cue table")
+    args = p.parse_args()
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        p.error(f"unknown engines {unknown}: choose from {list(ENGINES)}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(args.threads)}
+    machine = cpu().describe()
+    print(f"CPU: {machine}; {args.threads} threads for every engine", file=sys.stderr)
+
+    with tempfile.TemporaryDirectory(prefix="speed-") as tmp:
+        work = Path(tmp)
+        comps = recordings(args.eval_dir, args.seed)
+        tables = []
+        for rec in args.recordings.split(","):
+            comp = comps[rec]
+            duration = comp.audio.size / SAMPLE_RATE
+            audio = work / f"{rec}.wav"
+            write_wav(comp.audio, audio)
+            results: dict[str, Run] = {}
+            for name in engines:
+                out = work / f"{rec}-{len(results)}"
+                out.mkdir()
+                fill = {"audio": str(audio), "out": str(out), "threads": str(args.threads)}
+                command = [part.format(**fill) for part in ENGINES[name]]
+                try:
+                    wall, peak, _ = run(command, env)
+                    results[name] = Run(wall, peak, transcript(out))
+                except RuntimeError as e:
+                    results[name] = Run(0.0, 0.0, "", str(e))
+                print(f"{rec}: {name}: {results[name].wall:.1f} s {results[name].failed}", file=sys.stderr)
+            tables.append(table(rec, comp, duration, results, machine, args.threads))
+        if not args.no_first_cue:
+            tables.append(first_cue_table(args, work, comps, env, machine))
+    print("\n\n".join(tables))
+
+
+def table(rec: str, comp: Composition, duration: float, results: dict[str, Run], machine: str, threads: int) -> str:
+    baseline = results.get(BASELINE)
+    what = {
+        "continuous": "read speech joined with no gaps",
+        "pauses": "utterances with 0.2-3 s pauses and one 30-60 s silence",
+    }[rec]
+    lines = [
+        f"**{rec}**: {duration:.0f} s, {len(comp.clips)} clips, {what}. CPU: {machine}; {threads} threads.",
+        "",
+        f"| engine | wall time (s) | x realtime | / {BASELINE} | WER | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        if r.failed:
+            lines.append(f"| {name} | failed: {r.failed[:80]} | | | | |")
+            continue
+        ratio = f"{r.wall / baseline.wall:.2f}" if baseline and not baseline.failed else ""
+        lines.append(
+            f"| {name} | {r.wall:.1f} | {duration / r.wall:.1f} | {ratio} | "
+            f"{100 * wer(comp.reference, r.text):.1f} % | {r.peak_mib:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def first_cue_table(args, work: Path, comps: dict[str, Composition], env: dict[str, str], machine: str) -> str:
+    """Command -> first cue on a 10-s clip: cold (empty compiled-model and numba caches; the IR is exported
+    already, as after installation's first run) and warm (the same command again)."""
+    clip = work / "clip10.wav"
+    write_wav(comps["continuous"].audio[: 10 * SAMPLE_RATE], clip)
+    from convert.export import cache_root
+
+    rows = []
+    for name in ("ours (defaults)", "ours --beam-size 1", "faster-whisper int8 greedy"):
+        out = work / f"first-{len(rows)}"
+        out.mkdir()
+        command = [x.format(audio=str(clip), out=str(out), threads=str(args.threads)) for x in ENGINES[name]]
+        command = [x for x in command if x != "-q"]  # ours prints cues on stderr unless quiet
+        cold_env = dict(env, NUMBA_CACHE_DIR=str(work / f"numba-{len(rows)}"))
+        if name.startswith("ours"):  # a copy of the model cache without its compiled blobs
+            cache = work / f"cache-{len(rows)}"
+            shutil.copytree(cache_root(), cache, ignore=shutil.ignore_patterns("compiled"))
+            cold_env["SUBTITLE_CACHE_DIR"] = str(cache)
+        cold = first_cue(command, cold_env)
+        warm = first_cue(command, cold_env)
+        rows.append(f"| {name} | {cold:.1f} | {warm:.1f} |")
+    return "\n".join(
+        [
+            f"**Command to first cue**, a 10-s clip. CPU: {machine}; {args.threads} threads.",
+            "",
+            "| engine | cold (s) | warm (s) |",
+            "|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
