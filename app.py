@@ -29,7 +29,7 @@ from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
 from pipeline.jobs import JobOptions, JobResult, Progress, Source, run_job, write_outputs
 from pipeline.media import Limits, hms
-from pipeline.model import ModelCache
+from pipeline.model import ModelCache, resolve_precision
 from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
 from pipeline.subtitles import format_timestamp
@@ -43,6 +43,12 @@ FORMAT_CHOICES = [("SRT", "srt"), ("WebVTT", "vtt"), ("Plain text", "txt"), ("JS
 TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
 PREVIEW_SECONDS = 60.0
 BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]
+PRECISION_CHOICES = [
+    (f"Auto ({resolve_precision('auto').name} on this CPU)", "auto"),
+    ("int8 weights", "int8"),
+    ("bf16", "bf16"),
+    ("f32 (reference, slowest)", "f32"),
+]
 LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
@@ -94,6 +100,7 @@ class SubtitleApp:
         max_line_chars: int = 42,
         max_cps: float = 20.0,
         vad: bool = True,
+        precision: str = "auto",
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
@@ -105,6 +112,7 @@ class SubtitleApp:
                 raise SubtitleError(f"Unknown model {model!r}: choose one of the list")
             options = JobOptions(
                 model=model,
+                precision=precision,
                 transcribe=TranscribeOptions(
                     language=None if language == "auto" else language,
                     task=task,
@@ -283,6 +291,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
                     condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
                     vad = gr.Checkbox(True, label="Voice activity detection: no text where nobody speaks, exact starts")
+                    precision = gr.Dropdown(
+                        PRECISION_CHOICES, value="auto", label="Precision (auto: the fastest for this CPU)"
+                    )
                     cue_rules = gr.Checkbox(
                         True, label="Readable cues: broadcast rules for lines, reading speed, timing"
                     )
@@ -338,6 +349,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 max_line_chars,
                 max_cps,
                 vad,
+                precision,
             ],
             [about, status, cues, preview, downloads],
             api_name="subtitle",

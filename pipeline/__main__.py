@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import SubtitleError
 from pipeline.jobs import subtitle_file, write_outputs
-from pipeline.media import require_audio
-from pipeline.model import ModelOptions, load_model
+from pipeline.media import load_audio, require_audio
+from pipeline.model import ModelOptions, OVWhisper, load_model
 from pipeline.render import BurnOptions, Style, burn, can_mux_mp4, mux_soft, to_ass
 from pipeline.segment import CueRules
 from pipeline.subtitles import FORMATS, format_timestamp
@@ -124,37 +128,19 @@ def main(argv: list[str] | None = None) -> int:
         to_ass([], 640, 360, burn_options.style)  # a bad colour or position fails now, not after transcribing
         if args.preview is not None and (args.preview <= 0 or not args.burn):
             raise SubtitleError("--preview takes a positive number of seconds and goes with --burn")
+        model_options = ModelOptions(args.model, args.precision, args.threads)
         for path in args.inputs:  # fail in a second, before the model loads, when an input is unusable
             media = require_audio(path)
             if args.burn and not media.has_video:
                 raise SubtitleError(f"{path.name} has no picture to burn subtitles into: leave out --burn")
-        model = load_model(ModelOptions(args.model, args.precision, args.threads), progress=say)
-        for path in args.inputs:
-            started = time.monotonic()
-            say(f"{path.name}: transcribing")
-
-            def show(segment, duration):
-                say(
-                    f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}"
-                    f"  ({100 * min(segment.end / max(duration, 1e-9), 1):.0f}%)"
-                )
-
-            result = subtitle_file(path, model, options, on_segment=show, rules=rules)
-            for written in write_outputs(result, formats, args.output_dir, path.stem):
-                say(f"{path.name}: wrote {written}")
-            language = result.info.language
-            if args.burn:
-                say(f"{path.name}: burning in the subtitles")
-                target = args.output_dir / f"{path.stem}.subtitled.mp4"
-                burned = burn(path, result.segments, target, language, burn_options, duration=result.info.duration)
-                say(f"{path.name}: wrote {burned}")
-            if args.soft:
-                for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(result.media) else (".subs.mkv",):
-                    muxed = mux_soft(path, result.segments, args.output_dir / (path.stem + suffix), language)
-                    say(f"{path.name}: wrote {muxed}")
-            say(
-                f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s"
-            )
+        with ThreadPoolExecutor(1) as pool:  # ffmpeg decodes the next input while the model loads or transcribes
+            decoding = pool.submit(load_audio, args.inputs[0])
+            model = load_model(model_options, progress=say)
+            for k, path in enumerate(args.inputs):
+                audio = decoding.result()
+                if k + 1 < len(args.inputs):
+                    decoding = pool.submit(load_audio, args.inputs[k + 1])
+                _subtitle(args, path, audio, model, options, rules, formats, burn_options, say)
     except SubtitleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -162,6 +148,45 @@ def main(argv: list[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def _subtitle(
+    args: argparse.Namespace,
+    path: Path,
+    audio: np.ndarray,
+    model: OVWhisper,
+    options: TranscribeOptions,
+    rules: CueRules | None,
+    formats: list[str],
+    burn_options: BurnOptions,
+    say: Callable[[str], None],
+) -> None:
+    """One input: transcribe, write the subtitle files, and burn or mux when asked."""
+    started = time.monotonic()
+    say(f"{path.name}: transcribing")
+
+    def show(segment, duration):
+        say(
+            f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}"
+            f"  ({100 * min(segment.end / max(duration, 1e-9), 1):.0f}%)"
+        )
+
+    result = subtitle_file(path, model, options, on_segment=show, rules=rules, audio=audio)
+    for written in write_outputs(result, formats, args.output_dir, path.stem):
+        say(f"{path.name}: wrote {written}")
+    language = result.info.language
+    if args.burn:
+        say(f"{path.name}: burning in the subtitles")
+        target = args.output_dir / f"{path.stem}.subtitled.mp4"
+        burned = burn(path, result.segments, target, language, burn_options, duration=result.info.duration)
+        say(f"{path.name}: wrote {burned}")
+    if args.soft:
+        for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(result.media) else (".subs.mkv",):
+            muxed = mux_soft(path, result.segments, args.output_dir / (path.stem + suffix), language)
+            say(f"{path.name}: wrote {muxed}")
+    say(
+        f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s"
+    )
 
 
 if __name__ == "__main__":

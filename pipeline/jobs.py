@@ -12,6 +12,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import numpy as np
 from pipeline.download import download
 from pipeline.errors import SubtitleError
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
-from pipeline.model import ModelCache, OVWhisper
+from pipeline.model import ModelCache, ModelOptions, OVWhisper
 from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft, to_ass
 from pipeline.segment import CueRules, TimedWord
 from pipeline.segment import segment as segment_words
@@ -47,11 +48,14 @@ def subtitle_file(
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
     rules: CueRules | None = CueRules(),
+    audio: np.ndarray | None = None,
 ) -> SubtitleResult:
     """Transcribe one media file. `on_segment(segment, duration)` sees each segment as soon as it is decoded; the
-    result's segments are cues cut by `rules` (None: whisper's segments as they are)."""
+    result's segments are cues cut by `rules` (None: whisper's segments as they are). `audio`: the file's audio
+    when it was already decoded (load_audio), so ffmpeg can run while the model loads or another file is transcribed."""
     media = require_audio(Path(path))
-    return _transcribe(load_audio(Path(path)), media, model, options, on_segment, progress, rules)
+    audio = load_audio(Path(path)) if audio is None else audio
+    return _transcribe(audio, media, model, options, on_segment, progress, rules)
 
 
 def _transcribe(
@@ -122,6 +126,7 @@ def write_outputs(result: SubtitleResult, formats: Iterable[str], out_dir: Path,
 @dataclass(frozen=True)
 class JobOptions:
     model: str = "base"  # a name the model cache knows
+    precision: str = "auto"  # auto, f32, bf16, int8 (pipeline.cpu)
     transcribe: TranscribeOptions = field(default_factory=TranscribeOptions)
     formats: tuple[str, ...] = ("srt",)  # which subtitle files to write, from FORMATS
     limits: Limits = Limits()
@@ -184,6 +189,7 @@ def run_job(
     if not formats or any(f not in FORMATS for f in formats):
         raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
     check_options(options.transcribe)  # a wrong language or task fails now, not after a download
+    ModelOptions(options.model, options.precision)  # so does an unknown precision
     if options.burn is not None:
         to_ass([], 640, 360, options.burn.style)  # a bad colour or position fails now, not after transcribing
         if options.burn.preview_seconds is not None and options.burn.preview_seconds <= 0:
@@ -218,10 +224,12 @@ def run_job(
             source = Source(Path(item).name, Path(item).name, Path(item), media.duration)
         on_source(i, source)
         report("audio", None, f"Extracting the audio of {source.title}")
-        audio = load_audio(source.media)
-        if not models.is_loaded(options.model):
-            report("model", None, "Preparing the model (first time only)")
-        model = models.get(options.model, lambda message: report("model", None, message))
+        with ThreadPoolExecutor(1) as pool:  # ffmpeg decodes the audio while the model loads
+            audio = pool.submit(load_audio, source.media)
+            if not models.is_loaded(options.model, options.precision):
+                report("model", None, "Preparing the model (first time only)")
+            model = models.get(options.model, lambda message: report("model", None, message), options.precision)
+            audio = audio.result()
         started = time.monotonic()
 
         def transcribing(done: float, title=source.title, started=started) -> None:

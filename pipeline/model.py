@@ -28,7 +28,7 @@ from whisper.timing import dtw as whisper_dtw
 from whisper.timing import dtw_cpu
 from whisper.tokenizer import Tokenizer
 
-from pipeline.cpu import PRECISIONS, auto_precision, cpu
+from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
 from pipeline.errors import SubtitleError
 
 
@@ -39,8 +39,7 @@ class ModelOptions:
     threads: int = 0  # CPU threads for inference; 0: the cores this process may use
 
     def __post_init__(self):
-        if self.precision not in PRECISIONS:
-            raise SubtitleError(f"Unknown precision {self.precision!r}: use {', '.join(PRECISIONS)}")
+        resolve_precision(self.precision)  # an unknown name, or bf16 on a CPU without it, fails here
         if self.threads < 0:
             raise SubtitleError("The thread count must be 0 (all usable cores) or more")
 
@@ -56,9 +55,11 @@ class Precision:
     kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
 
 
-def resolve_precision(name: str) -> Precision:
-    """`auto` made concrete for this CPU, checked against what it can do."""
-    info = cpu()
+def resolve_precision(name: str, info: CPU | None = None) -> Precision:
+    """`auto` made concrete for this CPU (or `info`), checked against what it can do."""
+    if name not in PRECISIONS:
+        raise SubtitleError(f"Unknown precision {name!r}: use {', '.join(PRECISIONS)}")
+    info = info or cpu()
     name = auto_precision(info) if name == "auto" else name
     if name == "f32":  # the reference: token-for-token openai-whisper (tests/test_openvino.py)
         return Precision("f32", "f16", "f32", "f32", "f32")
@@ -336,34 +337,43 @@ def compiled_cache_dir(precision: Precision, threads: int) -> Path:
 
 
 class ModelCache:
-    """Models compiled once and shared by every job (the web app's users). Thread-safe: a model is loaded by the
-    first job that asks for it while jobs on models already loaded go on; compiled models serve concurrent jobs."""
+    """Models compiled once and shared by every job (the web app's users), by model and precision. Thread-safe: a
+    model is loaded by the first job that asks for it while jobs on models already loaded go on; compiled models
+    serve concurrent jobs."""
 
     def __init__(
-        self, options: ModelOptions = ModelOptions(), loaded: dict[str, OVWhisper] | None = None, keep: int = 2
+        self,
+        options: ModelOptions = ModelOptions(),
+        loaded: dict[tuple[str, str], OVWhisper] | None = None,
+        keep: int = 2,
     ):
-        self.options = options  # everything but the model name
+        self.options = options  # threads; the model and precision come with each request
         self.keep = keep  # models held at once; the least recently used goes (jobs using it keep their reference)
-        self._models: OrderedDict[str, OVWhisper] = OrderedDict(loaded or {})
-        self._locks: dict[str, threading.Lock] = {}
+        self._models: OrderedDict[tuple[str, str], OVWhisper] = OrderedDict(loaded or {})  # (model, precision)
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def is_loaded(self, model: str) -> bool:
-        return model in self._models
+    def is_loaded(self, model: str, precision: str = "auto") -> bool:
+        return self._key(model, precision) in self._models
 
-    def get(self, model: str, progress=lambda message: None) -> OVWhisper:
+    def get(self, model: str, progress=lambda message: None, precision: str = "auto") -> OVWhisper:
+        key = self._key(model, precision)
         with self._guard:
-            if model in self._models:
-                self._models.move_to_end(model)
-                return self._models[model]
-            lock = self._locks.setdefault(model, threading.Lock())
+            if key in self._models:
+                self._models.move_to_end(key)
+                return self._models[key]
+            lock = self._locks.setdefault(key, threading.Lock())
         with lock:  # one load per model; jobs on other models go on meanwhile
             with self._guard:
-                if model in self._models:  # loaded by another job while this one waited
-                    return self._models[model]
-            loaded = load_model(replace(self.options, model=model), progress)
+                if key in self._models:  # loaded by another job while this one waited
+                    return self._models[key]
+            loaded = load_model(replace(self.options, model=model, precision=key[1]), progress)
             with self._guard:
-                self._models[model] = loaded
+                self._models[key] = loaded
                 while len(self._models) > self.keep:
                     self._models.popitem(last=False)
             return loaded
+
+    @staticmethod
+    def _key(model: str, precision: str) -> tuple[str, str]:
+        return model, resolve_precision(precision).name  # "auto" is what it means on this CPU

@@ -26,7 +26,6 @@ from whisper.audio import (
     N_SAMPLES,
     N_SAMPLES_PER_TOKEN,
     SAMPLE_RATE,
-    log_mel_spectrogram,
     pad_or_trim,
 )
 from whisper.decoding import DecodingOptions, DecodingResult
@@ -34,6 +33,7 @@ from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import SubtitleError
+from pipeline.features import log_mel
 from pipeline.model import OVWhisper
 from pipeline.vad import SpeechMap, VadOptions, speech_map
 
@@ -118,9 +118,7 @@ def transcribe(
     language = check_options(options)
     if not model.is_multilingual and language not in (None, "en"):
         raise SubtitleError("This model is English-only: choose a multilingual model or language 'en'")
-    mel = log_mel_spectrogram(
-        torch.from_numpy(np.ascontiguousarray(audio, np.float32)), model.dims.n_mels, padding=N_SAMPLES
-    )
+    mel = log_mel(audio, model.dims.n_mels, padding=N_SAMPLES)  # whisper's, a few minutes at a time
     content_frames = mel.shape[-1] - N_FRAMES
     duration = len(audio) / SAMPLE_RATE
     speech = speech_map(audio, VadOptions(threshold=options.vad_threshold)) if options.vad else None

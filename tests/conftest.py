@@ -159,7 +159,7 @@ def app_server(ov_model, tmp_path_factory):
 
     jobs_dir = tmp_path_factory.mktemp("jobs")
     subtitler = app.SubtitleApp(
-        ModelCache(loaded={"base": ov_model}),
+        ModelCache(loaded={("base", "f32"): ov_model}),
         [("Whisper base (embedded)", "base")],
         app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir),  # the media server is on loopback
     )

@@ -10,6 +10,8 @@ import srt
 from conftest import ENGLISH, LONG, clip_path, mute_video, wer
 from gradio_client import Client, handle_file
 
+pytestmark = pytest.mark.slow  # end-to-end: real speech through real models
+
 
 def cue_rows(output: tuple) -> list:
     """The cue table's rows in one streamed update (empty for updates that leave the table as it is)."""

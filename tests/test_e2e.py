@@ -19,6 +19,8 @@ from convert.export import ensure_ir
 from pipeline import SubtitleError, TranscribeOptions, subtitle_file, transcribe
 from pipeline.media import ffmpeg_exe
 
+pytestmark = pytest.mark.slow  # end-to-end: real speech through real models
+
 GAP = 2.0  # seconds of silence between clips
 
 

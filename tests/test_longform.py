@@ -46,16 +46,19 @@ def cues(ov_model, composition):
     return result.segments
 
 
+@pytest.mark.slow
 def test_every_utterance_is_there(composition, cues):
     assert wer(composition.reference, " ".join(c.text.replace("\n", " ") for c in cues)) <= 0.08
 
 
+@pytest.mark.slow
 def test_cues_start_at_the_speech(composition, cues):
     errors = onset_errors([c.start for c in cues], composition.onsets)
     within = np.mean(np.abs(errors) <= 0.3)
     assert within >= 0.9, onset_summary(errors)
 
 
+@pytest.mark.slow
 def test_cues_pass_the_checker(cues):
     parsed = parse_srt(to_srt(cues))
     broken = {p.cue.index for p in check(parsed)}
@@ -63,6 +66,7 @@ def test_cues_pass_the_checker(cues):
     assert 1 - len(broken) / len(parsed) >= 0.95, check(parsed)
 
 
+@pytest.mark.slow
 def test_no_cue_between_the_clips(composition, cues):
     ends = [o + c.audio.size / SAMPLE_RATE for o, c in zip(composition.offsets, composition.clips, strict=True)]
     for end, next_onset, gap in zip(ends, composition.onsets[1:], GAPS, strict=False):
@@ -71,6 +75,7 @@ def test_no_cue_between_the_clips(composition, cues):
             assert inside == [], (end, next_onset, inside)
 
 
+@pytest.mark.slow
 def test_speech_map_finds_each_clip(composition):
     found = speech_map(composition.audio)
     for onset, clip in zip(composition.onsets, composition.clips, strict=True):
@@ -144,6 +149,7 @@ def test_no_guard_but_repeats_without_speech_detection():
     assert not guard.keep({"text": "Thanks for watching!", "start": 8.0, "end": 9.0, "result": _result(ratio=3.0)})
 
 
+@pytest.mark.slow
 def test_no_cues_in_music(ov_model, audio, manifest):
     """Twenty seconds of (synthetic) music between two utterances: nothing is written there (on its own, the same
     music makes whisper write "I don't know how to do it" over and over), and both utterances are."""
