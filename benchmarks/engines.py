@@ -42,11 +42,13 @@ def main() -> None:
         import whisper
 
         from convert.checkpoints import resolve_checkpoint
+        from pipeline.media import load_audio
 
         torch.set_num_threads(int(threads))
         model = resolve_checkpoint("base").load()
+        samples = load_audio(Path(audio))  # whisper would call a system ffmpeg; this is the same decode, ours
         result = whisper.transcribe(
-            model, audio, language="en", beam_size=int(beam_size), best_of=5, fp16=False, verbose=None
+            model, samples, language="en", beam_size=int(beam_size), best_of=5, fp16=False, verbose=None
         )
         texts = [s["text"] for s in result["segments"]]
     else:
