@@ -84,7 +84,7 @@ class OVWhisper:
         core = ov.Core()
         if compiled_cache is not None:  # compiled blobs on disk: a second process skips compiling
             core.set_property({"CACHE_DIR": str(compiled_cache)})
-        base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads or cpu().cores}
+        base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}  # 0: OpenVINO chooses
 
         def compile_ir(name: str, hint: str, **extra) -> ov.CompiledModel:
             return core.compile_model(ir_dir / name, "CPU", {**base, "INFERENCE_PRECISION_HINT": hint, **extra})
