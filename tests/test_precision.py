@@ -29,8 +29,8 @@ OLD = {"sse4_2"}
         (HASWELL, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
         (OLD, "auto", Precision("f32", "f16", "f32", "f32", "f32")),
         (SAPPHIRE_RAPIDS, "f32", Precision("f32", "f16", "f32", "f32", "f32")),
-        (SAPPHIRE_RAPIDS, "bf16", Precision("bf16", "f16", "bf16", "bf16", "bf16")),
-        (ZEN5, "bf16", Precision("bf16", "f16", "bf16", "bf16", "bf16")),
+        (SAPPHIRE_RAPIDS, "bf16", Precision("bf16", "f16", "bf16", "f32", "f32")),
+        (ZEN5, "bf16", Precision("bf16", "f16", "bf16", "f32", "f32")),
         (HASWELL, "int8", Precision("int8", "int8", "f32", "f32", "f32")),
     ],
 )
