@@ -9,6 +9,8 @@ unchanged. The only seam is `Inference`, the small class whisper uses for the KV
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import threading
@@ -335,6 +337,27 @@ def compiled_cache_dir(precision: Precision, threads: int) -> Path:
 
     machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
     return cache_root() / "compiled" / f"{machine}-{precision.name}-{threads}t"
+
+
+def _malloc_trim():
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to call
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing).
+
+    Each window's inference allocates and frees hundreds of MB (OpenVINO's buffers, whisper's tensors); glibc keeps
+    the freed pages, scattered through its arenas, resident. Trimming after every window took a 400-s recording's
+    resident set from 1,495 to 1,264 MiB, at well under a millisecond a call."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 class ModelCache:

@@ -34,7 +34,7 @@ from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import SubtitleError
 from pipeline.features import log_mel
-from pipeline.model import OVWhisper
+from pipeline.model import OVWhisper, release_free_memory
 from pipeline.vad import SpeechMap, VadOptions, speech_map
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
@@ -259,6 +259,7 @@ class _WindowDecoder:
             )
             spoken = [w["end"] for seg in current for w in seg.get("words", [])]
             self.last_speech_timestamp = max([self.last_speech_timestamp, *spoken])
+        release_free_memory()
         return result, current, seek_advance
 
 
