@@ -11,7 +11,8 @@ Keep the seeds the tests use (tests/test_longform.py) out of this benchmark's ru
 
 Each engine runs as its own process: ours is `python -m pipeline REC.wav` (defaults, greedy, each precision);
 faster-whisper (int8 greedy, int8 beam 5, f32 beam 5) and openai-whisper (beam 5) run through
-`benchmarks/engines.py`, a plain script of the kind their users write. All get the embedded Whisper base weights,
+`benchmarks/engines.py`, a plain script of the kind their users write; with --genai DIR, OpenVINO GenAI's
+WhisperPipeline too (int8 greedy and beam 5, its own venv: benchmarks/genai/setup.sh). All get the embedded Whisper base weights,
 --language en and the same thread count. The table gives wall time, x realtime, the ratio to faster-whisper int8
 greedy, WER (whisper's English normaliser) and peak RSS (the process's maximum resident set), and the first-cue
 table the time from the command to its first cue printed for a 10-s clip, cold (no compiled-model or DTW cache)
@@ -142,7 +143,16 @@ def main() -> None:
     p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated, from: " + ", ".join(ENGINES))
     p.add_argument("--recordings", default="continuous,pauses")
     p.add_argument("--no-first-cue", action="store_true", help="skip the 10-s first-cue table")
+    p.add_argument("--genai", type=Path, help="also run OpenVINO GenAI's WhisperPipeline, set up in this folder by "
+                   "benchmarks/genai/setup.sh (int8 weights, greedy and beam 5)")  # fmt: skip
     args = p.parse_args()
+    if args.genai:
+        runner = [str(args.genai / "venv" / "bin" / "python"), str(ROOT / "benchmarks" / "genai" / "run.py"),
+                  str(args.genai / "ov-base-int8"), "{audio}", "{out}/transcript.txt", "--threads", "{threads}"]  # fmt: skip
+        ENGINES["openvino-genai int8 greedy"] = runner + ["--beams", "1"]
+        ENGINES["openvino-genai int8 beam 5"] = runner + ["--beams", "5"]
+        if args.engines == p.get_default("engines"):
+            args.engines += ",openvino-genai int8 greedy,openvino-genai int8 beam 5"
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     unknown = [e for e in engines if e not in ENGINES]
     if unknown:

@@ -274,10 +274,8 @@ class OVInference(Inference):
             dims = self.model.dims
             heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
             kv = cross_kv.numpy().reshape(-1, self.n_layer, 2, heads, dims.n_audio_ctx, hs)
-            # whisper repeats the tokens, not the audio, for beam search / best-of. With one audio window the IR
-            # broadcasts it over the beams (no copies to read per step); several windows must be repeated.
-            if kv.shape[0] not in (1, n_batch):
-                kv = np.repeat(kv, n_batch // kv.shape[0], axis=0)
+            # whisper repeats the tokens, not the audio, for beam search / best-of: the IR folds each window's
+            # beams into one read of its keys/values (convert/export.py _cross_attention)
             for i in range(self.n_layer):
                 for j, name in enumerate("kv"):
                     req.set_tensor(f"cross_{name}_{i}", ov.Tensor(np.ascontiguousarray(kv[:, i, j])))
