@@ -6,7 +6,15 @@ result = subtitle_file("talk.mp4", model)     # SubtitleResult: segments, info
 segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
 """
 
-from pipeline.errors import SubtitleError
+import os
+
+# torch (whisper's per-step logit rules, the STFT) and OpenVINO share the cores. After each small op, torch's OpenMP
+# threads spin, waiting for more work, on the cores OpenVINO's next decoder step needs: a greedy int8 step took
+# 6.6 ms in a real decode with them spinning and 4.3 ms without. OpenMP reads this when torch loads it, so it is set
+# before anything imports torch (convert/__init__.py does the same); a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from pipeline.errors import SubtitleError  # noqa: E402
 from pipeline.jobs import SubtitleResult, subtitle_file, write_outputs
 from pipeline.media import load_audio, probe
 from pipeline.model import ModelOptions, OVWhisper, load_model
