@@ -86,9 +86,17 @@ def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool 
 
 
 def _text(words: Sequence[TimedWord], cjk: bool) -> str:
+    """The words as one line. Whisper's words carry their own leading space; one without it continues the word
+    before ("all" + "-eating", "i" + ".e.", "14" + "62"), unless it is a new sentence's first word after
+    punctuation (a window can start a word without its space)."""
     if cjk:
         return "".join(w.text.strip() for w in words)
-    return " ".join(w.text.strip() for w in words)
+    out = ""
+    for w in words:
+        text = w.text.strip()
+        glued = out and not w.text[:1].isspace() and not (out[-1] in ".!?,;:" and text[:1].isalnum())
+        out += text if glued or not out else " " + text
+    return out
 
 
 def _fits(words: Sequence[TimedWord], rules: CueRules, line_chars: int, cjk: bool) -> bool:

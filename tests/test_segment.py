@@ -64,6 +64,29 @@ def test_segmentation(timed, expected):
     assert texts(segment(timed)) == expected
 
 
+def spoken(*pieces: str):
+    """Timed words exactly as given (whisper's, with or without a leading space)."""
+    return [TimedWord(p, 0.3 * i, 0.3 * i + 0.25) for i, p in enumerate(pieces)]
+
+
+@pytest.mark.parametrize(
+    "timed, expected",
+    [
+        # a word without its leading space continues the word before: hyphens, abbreviations, split numbers
+        (spoken(" all", "-eating", " worms."), "all-eating worms."),
+        (spoken(" so", " cold", "-hearted"), "so cold-hearted"),
+        (spoken(" that", " is,", " i", ".e.,", " this"), "that is, i.e., this"),
+        (spoken(" in", " the", " year", " 14", "62."), "in the year 1462."),
+        (spoken(" don", "'t", " go"), "don't go"),
+        # ... but a sentence's first word after punctuation gets its space even when whisper gave none
+        (spoken(" the", " end.", "So", " we"), "the end. So we"),
+        (spoken("First", " word"), "First word"),
+    ],
+)  # fmt: skip
+def test_words_keep_whispers_spacing(timed, expected):
+    assert texts(segment(timed)) == [expected]
+
+
 def test_long_speech_is_split_into_readable_cues_at_clauses():
     text = ("Printing, in the only sense with which we are at present concerned, differs from most if not from all "
             "the arts and crafts represented in the Exhibition in being comparatively modern, for although the "
