@@ -186,6 +186,15 @@ def _noise(rng: np.random.Generator) -> np.ndarray:
     return (brown * level / np.sqrt(np.mean(brown**2))).astype(np.float32)
 
 
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate after whisper's English normaliser."""
+    import jiwer
+    from whisper.normalizers import EnglishTextNormalizer
+
+    norm = EnglishTextNormalizer()
+    return jiwer.wer(norm(reference), norm(hypothesis))
+
+
 def _words(text: str) -> list[str]:
     from whisper.normalizers import EnglishTextNormalizer
 

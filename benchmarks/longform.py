@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.composition import Composition, compose, load_clips, onset_errors  # noqa: E402
+from benchmarks.composition import Composition, compose, load_clips, onset_errors, wer  # noqa: E402
 from pipeline.media import SAMPLE_RATE  # noqa: E402
 
 GAP_SECONDS = 1.5
@@ -34,14 +34,6 @@ GAP_SECONDS = 1.5
 def compose_eval(eval_dir: Path, language: str = "en", gap: float = GAP_SECONDS) -> Composition:
     """Every clip of the language, in manifest order, with `gap` seconds of silence after each."""
     return compose(load_clips(eval_dir, language=language), gap)
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    import jiwer
-    from whisper.normalizers import EnglishTextNormalizer
-
-    norm = EnglishTextNormalizer()
-    return jiwer.wer(norm(reference), norm(hypothesis))
 
 
 def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", vad: bool = True) -> str:

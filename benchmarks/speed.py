@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.composition import Composition, compose, load_clips  # noqa: E402
+from benchmarks.composition import Composition, compose, load_clips, wer  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
 
@@ -112,14 +112,6 @@ def transcript(out: Path) -> str:
 
         return " ".join(c.content.replace("\n", " ") for c in srt_lib.parse(srt[0].read_text(encoding="utf-8")))
     return (out / "transcript.txt").read_text(encoding="utf-8")
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    import jiwer
-    from whisper.normalizers import EnglishTextNormalizer
-
-    norm = EnglishTextNormalizer()
-    return jiwer.wer(norm(reference), norm(hypothesis))
 
 
 def first_cue(command: list[str], env: dict[str, str]) -> float:

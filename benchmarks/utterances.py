@@ -1,12 +1,13 @@
 """Nothing lost, nothing made up: long-form subtitles checked utterance by utterance on seeded recordings.
 
     python benchmarks/utterances.py [--eval-dir ../shared/eval] [--seeds 7,11,13] [--modes default,no-vad]
-                                    [--precision auto]
+                                    [--precision auto] [--continuous]
 
 Each seed draws a recording from the English clips of ../shared/eval (all but the three 53-s sonnets: read,
 spontaneous, fast, whispered and falsetto speech) with benchmarks/composition.py's generate(): pauses of 0.2-3 s, a
 30-60 s silence anywhere, quiet (-18 to -26 dB) and fast (1.3x) utterances, music and noise between utterances.
-The default seeds are held out: the tests draw theirs from 1-6, so the code is not tuned on these.
+The default seeds are held out: the tests draw theirs from 1-6, so the code is not tuned on these. --continuous
+checks the speed benchmark's continuous recording instead (the read-speech clips joined with no gap).
 
 Every mode runs the subtitle path (word timing, cue rules) in-process. Per mode, over all seeds: WER, utterances
 with under 90 % of their words written, cue starts within 0.3 s of the utterance's onset, duplicated text, cues in
@@ -25,7 +26,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.composition import cues_in, duplicated, generate, load_clips, utterance_report  # noqa: E402
+from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer  # noqa: E402
+from benchmarks.speed import READ_SPEECH  # noqa: E402
 from pipeline.check import check, parse_srt  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.jobs import _transcribe  # noqa: E402
@@ -41,28 +43,24 @@ MODES = {
 }
 
 
-def wer(reference: str, hypothesis: str) -> float:
-    import jiwer
-    from whisper.normalizers import EnglishTextNormalizer
-
-    norm = EnglishTextNormalizer()
-    return jiwer.wer(norm(reference), norm(hypothesis))
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
     p.add_argument("--seeds", default="7,11,13")
     p.add_argument("--modes", default="default,no-vad")
     p.add_argument("--precision", default="auto")
+    p.add_argument("--continuous", action="store_true", help="the continuous recording instead of the seeds")
     args = p.parse_args()
     clips = [c for c in load_clips(args.eval_dir, language="en") if "sonnet" not in c.id]
-    seeds = [int(s) for s in args.seeds.split(",")]
-    recordings = {seed: generate(clips, seed) for seed in seeds}
+    if args.continuous:
+        clips = [c for c in clips if READ_SPEECH.match(c.id)]
+        recordings = {"continuous": compose(clips, 0.0)}
+    else:
+        recordings = {f"seed {seed}": generate(clips, int(seed)) for seed in args.seeds.split(",")}
     model = load_model(ModelOptions(precision=args.precision))
     hours = sum(r.audio.size for r in recordings.values()) / SAMPLE_RATE
     print(f"CPU: {cpu().describe()}; precision {model.precision.name}")
-    print(f"seeds {args.seeds}: {len(clips)} utterances each, {hours / 60:.1f} min in all\n")
+    print(f"{', '.join(recordings)}: {len(clips)} utterances each, {hours / 60:.1f} min in all\n")
     print("| mode | WER | utterances < 90 % recalled | cue starts within 0.3 s | duplicated | cues in music/noise/"
           "silence | cues passing check | wall time (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
@@ -99,9 +97,9 @@ def main() -> None:
     print("\nMisses (recall under 90 %, or no cue start within 0.3 s of the onset):\n")
     for mode, seed, miss in misses:
         if isinstance(miss, str):
-            print(f"- {mode}, seed {seed}: {miss}")
+            print(f"- {mode}, {seed}: {miss}")
         else:
-            print(f"- {mode}, seed {seed}: {miss.id} ({miss.kind or 'plain'}): recall {100 * miss.recall:.0f} %, "
+            print(f"- {mode}, {seed}: {miss.id} ({miss.kind or 'plain'}): recall {100 * miss.recall:.0f} %, "
                   f"cue start {miss.onset_error:+.2f} s")  # fmt: skip
 
 

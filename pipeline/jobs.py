@@ -21,7 +21,7 @@ import numpy as np
 from pipeline.download import download
 from pipeline.errors import SubtitleError
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
-from pipeline.model import ModelCache, ModelOptions, OVWhisper
+from pipeline.model import ModelCache, OVWhisper, resolve_precision
 from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft, to_ass
 from pipeline.segment import CueRules, TimedWord
 from pipeline.segment import segment as segment_words
@@ -135,6 +135,9 @@ class JobOptions:
     soft: bool = False  # also write <stem>.subs.mkv and <stem>.subs.mp4 with a subtitle track, streams copied
     rules: CueRules | None = field(default_factory=CueRules)  # readability rules for the cues; None: whisper's segments
 
+    def __post_init__(self):
+        resolve_precision(self.precision)  # an unknown precision, or bf16 on a CPU without it, fails here
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -189,7 +192,6 @@ def run_job(
     if not formats or any(f not in FORMATS for f in formats):
         raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
     check_options(options.transcribe)  # a wrong language or task fails now, not after a download
-    ModelOptions(options.model, options.precision)  # so does an unknown precision
     if options.burn is not None:
         to_ass([], 640, 360, options.burn.style)  # a bad colour or position fails now, not after transcribing
         if options.burn.preview_seconds is not None and options.burn.preview_seconds <= 0:
