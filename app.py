@@ -101,6 +101,7 @@ class SubtitleApp:
         max_cps: float = 20.0,
         vad: bool = True,
         precision: str = "auto",
+        batch_size: int = TranscribeOptions.batch_size,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
@@ -120,6 +121,7 @@ class SubtitleApp:
                     initial_prompt=(initial_prompt or "").strip() or None,
                     condition_on_previous_text=bool(condition_on_previous_text),
                     vad=bool(vad),
+                    batch_size=int(batch_size),
                 ),
                 formats=tuple(formats or ("srt",)),
                 limits=self.options.limits,
@@ -294,6 +296,10 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     precision = gr.Dropdown(
                         PRECISION_CHOICES, value="auto", label="Precision (auto: the fastest for this CPU)"
                     )
+                    batch_size = gr.Slider(
+                        1, 16, value=TranscribeOptions.batch_size, step=1,
+                        label="Batch size (windows decoded at once; long videos are cut at pauses into parts)",
+                    )  # fmt: skip
                     cue_rules = gr.Checkbox(
                         True, label="Readable cues: broadcast rules for lines, reading speed, timing"
                     )
@@ -350,6 +356,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 max_cps,
                 vad,
                 precision,
+                batch_size,
             ],
             [about, status, cues, preview, downloads],
             api_name="subtitle",

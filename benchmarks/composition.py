@@ -107,6 +107,18 @@ class Utterance:
     recall: float  # share of its reference words found in the cues that overlap it
     onset_error: float  # seconds from its speech onset to the nearest cue start (signed)
 
+    def lost(self, alone: Utterance | None = None) -> bool:
+        """Under 90 % of its words written, or, for a clip the model mishears even on its own (`alone`: the same
+        clip decoded alone), fewer than it writes there."""
+        return self.recall < min(0.9, alone.recall if alone else 1.0) - 1e-9
+
+    def late(self, alone: Utterance | None = None, tolerance: float = 0.3) -> bool:
+        """No cue start within `tolerance` s of its onset, nor of where the clip decoded alone starts its cue (whisper
+        leaves out a leading "uh")."""
+        if abs(self.onset_error) <= tolerance:
+            return False
+        return alone is None or abs(self.onset_error - alone.onset_error) > tolerance
+
 
 QUIET_DB = (-26.0, -18.0)  # a quiet utterance's gain
 FAST = 1.3  # a fast utterance's tempo (ffmpeg's atempo: pitch kept)

@@ -55,6 +55,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--beam-size", type=int, default=TranscribeOptions.beam_size, help="beam width; 1 for greedy (faster)"
     )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=TranscribeOptions.batch_size,
+        help="windows decoded at once: long recordings are cut at pauses into this many parts, decoded side by side",
+    )
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
     p.add_argument(
@@ -113,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             word_timestamps=args.word_timestamps or "json" in formats,
             vad=not args.no_vad,
             vad_threshold=args.vad_threshold,
+            batch_size=args.batch_size,
         )
         if not 0 < args.vad_threshold < 1:
             raise SubtitleError("--vad-threshold is a probability: use a number between 0 and 1, such as 0.5")

@@ -129,9 +129,17 @@ class OVWhisper:
         (B, L, 2, heads, 1500, hs) output is reshaped (no copy) to (B, 2L, 1500, d) because whisper's
         detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state).
         """
-        last = getattr(self._requests, "last", None)  # word timestamps encode the window decode() just encoded
-        if last is not None and last[0].data_ptr() == mel.data_ptr() and last[0].shape == mel.shape:
-            return last[1]
+        # word timestamps (and fallback decodes) encode the windows the last decode() just encoded: that batch, or
+        # one row of it, is found here by its memory
+        last = getattr(self._requests, "last", None)
+        if last is not None:
+            batch, result = last
+            for i, known in enumerate((batch, *batch)):
+                if known.data_ptr() == mel.data_ptr() and known.shape[-2:] == mel.shape[-2:]:
+                    if i == 0 and known.shape == mel.shape:
+                        return result
+                    if i > 0 and mel.shape[0] == 1:
+                        return result[i - 1 : i]
         req = self._encoder_request()
         req.infer({0: mel.numpy()})
         cross_kv = req.get_tensor("cross_kv").data.copy()
@@ -188,14 +196,18 @@ class OVWhisper:
         return torch.from_numpy(req.get_tensor("logits").data.copy())
 
     def decode(
-        self, mel: torch.Tensor, options: DecodingOptions = DecodingOptions()
+        self,
+        mel: torch.Tensor,
+        options: DecodingOptions = DecodingOptions(),
+        row_prompts: list[list[int]] | None = None,
     ) -> DecodingResult | list[DecodingResult]:
-        """whisper.decode, run on OpenVINO: one 30-second window (or a batch of them)."""
+        """whisper.decode, run on OpenVINO: one 30-second window (or a batch of them). row_prompts: for a batch, each
+        window's own prompt tokens, all as long as options.prompt (whisper's decode gives every row that one)."""
         single = mel.ndim == 2
         if single:
             mel = mel.unsqueeze(0)
         with torch.no_grad():
-            result = OVDecodingTask(self, options).run(mel)
+            result = OVDecodingTask(self, options, row_prompts).run(mel)
         return result[0] if single else result
 
 
@@ -240,11 +252,44 @@ class _Block:
 class OVDecodingTask(DecodingTask):
     """whisper's DecodingTask with its forward pass on OpenVINO; every decoding rule is whisper's own."""
 
-    def __init__(self, model: OVWhisper, options: DecodingOptions):
+    def __init__(self, model: OVWhisper, options: DecodingOptions, row_prompts: list[list[int]] | None = None):
         super().__init__(model, options)
         self.inference = OVInference(model, len(self.initial_tokens), self.sot_index)
         if options.beam_size is not None:
             self.decoder.inference = self.inference  # BeamSearchDecoder keeps its own reference
+        self.row_prompts = None
+        if row_prompts is not None and any(row_prompts):
+            rows = torch.tensor(row_prompts, dtype=torch.long)
+            if rows.shape[1] != self.sot_index - 1:  # (initial tokens: sot_prev, the prompt, the SOT sequence)
+                raise ValueError("Each row's prompt must be as long as the options' prompt")
+            self.row_prompts = rows
+
+    def _detect_language(self, audio_features: torch.Tensor, tokens: torch.Tensor):
+        """whisper's step that writes into each row's initial tokens (the language): each row's own prompt is
+        written there first."""
+        if self.row_prompts is not None:
+            tokens[:, 1 : self.sot_index] = self.row_prompts
+        if self._windows is None:
+            return super()._detect_language(audio_features, tokens)
+        if self.options.language is None:
+            raise ValueError("A batch of windows decoded with beams needs its language set")
+        return [self.options.language] * tokens.shape[0], None
+
+    _windows: torch.Tensor | None = None
+
+    def _get_audio_features(self, mel: torch.Tensor) -> torch.Tensor:
+        """The encoder's output. For several windows with beams (or best-of), whisper's run() expects one row per
+        beam (it keeps every n_group-th row after decoding) but repeats only the tokens; the IR wants one row per
+        window. So the windows' rows are kept here for _main_loop, and run() gets an empty stand-in with a row per
+        beam (DecodingResult.audio_features is then empty; nothing here reads it)."""
+        features = super()._get_audio_features(mel)
+        if features.shape[0] == 1 or self.n_group == 1:
+            return features
+        self._windows = features
+        return features.new_empty(features.shape[0] * self.n_group, 0)
+
+    def _main_loop(self, audio_features: torch.Tensor, tokens: torch.Tensor):
+        return super()._main_loop(self._windows if self._windows is not None else audio_features, tokens)
 
 
 class OVInference(Inference):

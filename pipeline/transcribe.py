@@ -35,7 +35,7 @@ from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 from pipeline.errors import SubtitleError
 from pipeline.features import log_mel
 from pipeline.model import OVWhisper, release_free_memory
-from pipeline.vad import SpeechMap, VadOptions, speech_map
+from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
 TIME_PRECISION = N_SAMPLES_PER_TOKEN / SAMPLE_RATE  # 0.02 s per timestamp token
@@ -58,6 +58,12 @@ class TranscribeOptions:
     word_timestamps: bool = False  # time every word (cross-attention + dynamic time warping, as whisper does)
     vad: bool = True  # voice activity detection: skip non-speech, cut windows in pauses, no text where nobody speaks
     vad_threshold: float = 0.5  # speech probability above which a 32-ms frame is speech
+    batch_size: int = 1  # windows decoded at once: the recording is cut at pauses into this many parts (of 60 s or
+    #   more), decoded side by side, each conditioned on its own text
+
+    def __post_init__(self):
+        if not 1 <= self.batch_size <= 32:
+            raise SubtitleError("The batch size must be between 1 and 32")
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,9 @@ def _segments(
     speech: SpeechMap | None,
     progress: Callable[[float], None] | None,
 ) -> Iterator[Segment]:
+    """The recording's segments in time order. With batch_size > 1 the recording is cut at pauses into parts that
+    are decoded side by side: each part is its own window loop, conditioned on its own text, and each round of
+    decoding takes one window from every part as one batch (_decode_batch)."""
     tokenizer = get_tokenizer(
         model.is_multilingual, num_languages=model.num_languages, language=language, task=options.task
     )
@@ -158,79 +167,158 @@ def _segments(
         suppress_tokens=options.suppress_tokens,
         fp16=False,
     )
-    guard = _Guard(speech, options.compression_ratio_threshold)
-    all_tokens: list[int] = []
-    prompt_reset_since = 0
-    if options.initial_prompt:
-        all_tokens += tokenizer.encode(" " + options.initial_prompt.strip())
+    parts = _parts(speech, audio, content_frames, options.batch_size)
+    streams = [_Stream(audio, mel, model, tokenizer, options, speech, first, last) for first, last in parts]
+    loops = [stream.run(decode_options) for stream in streams]
+    waiting: dict[int, _Request] = {}  # part -> the window it waits on
+    done: set[int] = set()
+    ready: list[list[Segment]] = [[] for _ in streams]  # decoded, not yet given out (a later part waits its turn)
 
-    decoder = _WindowDecoder(audio, mel, model, tokenizer, options)
-    seek = 0
-    while seek < content_frames:
-        previous_seek = seek
-        heard = True
-        if speech is not None:  # start at the next speech, end the window in a pause
-            seek, window_end, heard = _plan_window(speech, seek, content_frames)
-            if seek >= content_frames:
+    def resume(i: int, result: DecodingResult | None = None, first: bool = False) -> None:
+        """Run part i's loop until it asks for a window to be decoded, or ends."""
+        try:
+            item = next(loops[i]) if first else loops[i].send(result)
+            while isinstance(item, Segment):
+                ready[i].append(item)
+                item = next(loops[i])
+            waiting[i] = item
+        except StopIteration:
+            done.add(i)
+
+    for i in range(len(loops)):
+        resume(i, first=True)
+    current = 0  # the part whose segments go out as they come
+    while True:
+        while current < len(streams):
+            yield from ready[current]
+            ready[current].clear()
+            if current not in done:
                 break
-        else:
-            window_end = min(seek + N_FRAMES, content_frames)
-        prompt = replace(decode_options, prompt=all_tokens[prompt_reset_since:])
-        result, current, seek_advance = decoder.decode(seek, window_end, prompt, heard)
-        if result is None:
-            seek = window_end
-        else:
-            next_seek = seek + seek_advance
-            if speech is not None and current:
-                # speech whisper skipped inside the window (often its first sentence) is decoded on its own
-                for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
-                    sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
-                    _, found, _ = decoder.decode(sub_start, _frame(end), prompt, True)
-                    current += found
-                current.sort(key=lambda seg: seg["start"])
-                for seg in current:
-                    _snap_to_speech(seg, speech)
-                next_seek = _missed_speech(speech, seek, next_seek, max(seg["end"] for seg in current))
-            seek = next_seek
-            for seg in current:
-                if not guard.keep(seg):
-                    continue
-                all_tokens += seg["tokens"]
-                yield _to_segment(seg)
-            if not options.condition_on_previous_text or result.temperature > 0.5:
-                prompt_reset_since = len(all_tokens)  # a high-temperature decode is no good prompt
+            current += 1
+        if not waiting:
+            break
+        parts_asking = list(waiting)
+        results = _decode_batch(model, [waiting.pop(i) for i in parts_asking], options)
+        release_free_memory()
+        for i, result in zip(parts_asking, results):
+            resume(i, result)
         if progress is not None:
-            progress(min(seek, content_frames) / max(content_frames, 1))
-        assert seek > previous_seek, "the window loop must always advance"
+            progress(sum(stream.done_frames for stream in streams) / max(content_frames, 1))
     if progress is not None:
         progress(1.0)
 
 
-class _WindowDecoder:
-    """Decodes one window of the recording into whisper's segment dicts (absolute times, words when asked)."""
+@dataclass
+class _Request:
+    """One window for the model: its (padded) mel, whisper's options with the prompt, and whether the voice activity
+    detector heard speech in it (if not, whisper is asked cheaply first and must be sure of its text)."""
 
-    def __init__(self, audio: np.ndarray, mel: torch.Tensor, model: OVWhisper, tokenizer, options: TranscribeOptions):
+    mel: torch.Tensor
+    options: DecodingOptions
+    heard: bool
+
+
+MIN_PART = 60.0  # seconds: no part of a recording decoded side by side with others is shorter
+
+
+def _parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: int) -> list[tuple[int, int]]:
+    """[first, last) frames of up to n parts of the recording, cut in the longest pause near each even split (by
+    the detected speech; without it, in the quietest second)."""
+    total = content_frames / FRAMES_PER_SECOND
+    n = max(1, min(n, int(total // MIN_PART)))
+    levels = speech.levels if speech is not None else None
+    if levels is None and n > 1:
+        levels = frame_levels(audio)
+    cuts = [0]
+    for k in range(1, n):
+        target = k * total / n
+        lo, hi = target - MIN_PART / 4, target + MIN_PART / 4
+        if speech is not None:
+            pauses = speech.pauses(lo, hi) or [(target, target)]
+            a, b = max(pauses, key=lambda p: p[1] - p[0])
+            cut = (a + b) / 2
+        else:  # the quietest second (10-ms levels, averaged)
+            step = 100  # frames of 10 ms per second
+            window = levels[int(lo * step) : int(hi * step)]
+            smooth = np.convolve(window, np.ones(step) / step, "valid") if window.size > step else window
+            cut = lo + (int(np.argmin(smooth)) + step // 2) / step if smooth.size else target
+        cuts.append(min(max(_frame(cut), cuts[-1] + 1), content_frames))
+    cuts.append(content_frames)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+class _Stream:
+    """whisper's window loop over one part of the recording: it yields a _Request for every window and is sent
+    back whisper's result (None: no speech there), and yields each Segment it keeps."""
+
+    def __init__(self, audio, mel, model, tokenizer, options: TranscribeOptions, speech, first: int, last: int):
         self.audio, self.mel, self.model, self.tokenizer, self.options = audio, mel, model, tokenizer, options
+        self.speech, self.first, self.last = speech, first, last
+        self.seek = first
         self.last_speech_timestamp = 0.0
 
-    def decode(
-        self, seek: int, window_end: int, decode_options: DecodingOptions, heard: bool
-    ) -> tuple[DecodingResult | None, list[dict], int]:
-        """(result, segments, frames to advance); result None when the window holds no speech.
+    @property
+    def done_frames(self) -> int:
+        return min(self.seek, self.last) - self.first
 
-        heard False: the voice activity detector found no speech here, so whisper is asked cheaply first and its
-        text is kept only when it is sure of it.
-        """
+    def run(self, decode_options: DecodingOptions) -> Iterator[_Request | Segment]:
+        options, speech, tokenizer = self.options, self.speech, self.tokenizer
+        guard = _Guard(speech, options.compression_ratio_threshold)
+        all_tokens: list[int] = []
+        prompt_reset_since = 0
+        if options.initial_prompt:
+            all_tokens += tokenizer.encode(" " + options.initial_prompt.strip())
+        seek, last = self.first, self.last
+        while seek < last:
+            previous_seek = seek
+            heard = True
+            if speech is not None:  # start at the next speech, end the window in a pause
+                seek, window_end, heard = _plan_window(speech, seek, last)
+                if seek >= last:
+                    break
+            else:
+                window_end = min(seek + N_FRAMES, last)
+            prompt = replace(decode_options, prompt=all_tokens[prompt_reset_since:])
+            result, current, seek_advance = yield from self._window(seek, window_end, prompt, heard)
+            if result is None:
+                seek = window_end
+            else:
+                next_seek = seek + seek_advance
+                if speech is not None and current:
+                    # speech whisper skipped inside the window (often its first sentence) is decoded on its own
+                    for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
+                        sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
+                        _, found, _ = yield from self._window(sub_start, _frame(end), prompt, True)
+                        current += found
+                    current.sort(key=lambda seg: seg["start"])
+                    for seg in current:
+                        _snap_to_speech(seg, speech)
+                    next_seek = _missed_speech(speech, seek, next_seek, max(seg["end"] for seg in current))
+                seek = next_seek
+                for seg in current:
+                    if not guard.keep(seg):
+                        continue
+                    all_tokens += seg["tokens"]
+                    yield _to_segment(seg)
+                if not options.condition_on_previous_text or result.temperature > 0.5:
+                    prompt_reset_since = len(all_tokens)  # a high-temperature decode is no good prompt
+            assert seek > previous_seek, "the window loop must always advance"
+            self.seek = seek
+        self.seek = last
+
+    def _window(
+        self, seek: int, window_end: int, decode_options: DecodingOptions, heard: bool
+    ) -> Iterator[_Request | Segment]:
+        """Decode one window (through the caller's batch): returns (result, segments, frames to advance); result
+        None when the window holds no speech."""
         options, tokenizer = self.options, self.tokenizer
         segment_size = window_end - seek
         # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
         if segment_size <= 0 or _is_quiet(self.audio[seek * HOP_LENGTH : window_end * HOP_LENGTH]):
             return None, [], segment_size
-        mel_segment = pad_or_trim(self.mel[:, seek:window_end], N_FRAMES)
-        if not heard and _no_speech_prob(self.model, mel_segment, decode_options) >= SURE_NO_SPEECH:
-            return None, [], segment_size
-        result = _decode_with_fallback(self.model, mel_segment, decode_options, options)
-        if _is_silence(result, options) or (not heard and not _sure(result)):
+        request = _Request(pad_or_trim(self.mel[:, seek:window_end], N_FRAMES), decode_options, heard)
+        result = yield request
+        if result is None:
             return None, [], segment_size
 
         pieces, seek_advance = _split_at_timestamps(result.tokens, tokenizer.timestamp_begin, segment_size)
@@ -248,19 +336,53 @@ class _WindowDecoder:
                 current.append({"seek": seek, "start": start, "end": end, "text": text, "tokens": piece,
                                 "result": result})  # fmt: skip
         if options.word_timestamps and current:
-            # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end
+            # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end.
+            # request.mel is now a row of the batch the encoder ran on, so the aligner reuses its output
             add_word_timestamps(
                 segments=current,
                 model=self.model,
                 tokenizer=tokenizer,
-                mel=mel_segment,
+                mel=request.mel,
                 num_frames=segment_size,
                 last_speech_timestamp=self.last_speech_timestamp,
             )
             spoken = [w["end"] for seg in current for w in seg.get("words", [])]
             self.last_speech_timestamp = max([self.last_speech_timestamp, *spoken])
-        release_free_memory()
         return result, current, seek_advance
+
+
+def _decode_batch(
+    model: OVWhisper, requests: list[_Request], options: TranscribeOptions
+) -> list[DecodingResult | None]:
+    """whisper's result for each window, or None where it holds no speech.
+
+    Windows the detector heard nothing in are asked about cheaply first (_no_speech_prob). The rest are decoded at
+    temperature 0 as batches of up to options.batch_size, each row with its own prompt: whisper's DecodingTask
+    takes one prompt length for a batch, so every row's prompt is cut to the shortest one's last tokens (rows
+    without a prompt go in a batch of their own). A row that fails whisper's thresholds is decoded again alone at
+    the next temperatures (_decode_with_fallback), as whisper.transcribe would."""
+    results: list[DecodingResult | None] = [None] * len(requests)
+    asked = [i for i, r in enumerate(requests) if r.heard or _no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
+    n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
+    prompted = [i for i in asked if requests[i].options.prompt]
+    for group in (prompted, [i for i in asked if not requests[i].options.prompt]):
+        for b in range(0, len(group), options.batch_size):
+            rows = group[b : b + options.batch_size]
+            length = min(n_ctx, *(len(requests[i].options.prompt) for i in rows)) if rows[0] in prompted else 0
+            prompts = [list(requests[i].options.prompt[len(requests[i].options.prompt) - length :]) for i in rows]
+            mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
+            first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)
+            for i, row, result in zip(rows, mel, model.decode(mel, first, row_prompts=prompts)):
+                requests[i].mel = row  # (a view of the batch: the encoder's output for it is reused)
+                results[i] = result
+    for i in asked:
+        request, result = requests[i], results[i]
+        if _needs_fallback(result, options):
+            result = _decode_with_fallback(model, request.mel, request.options, options, options.temperatures[1:])
+        if _is_silence(result, options) or (not request.heard and not _sure(result)):
+            result = None
+        results[i] = result
+    return results
 
 
 def _to_segment(seg: dict) -> Segment:
@@ -284,7 +406,8 @@ PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a windo
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
 SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
 COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
-UNHEARD = 2.0  # seconds without detected speech that whisper is asked about on their own
+UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
+SOUND_TAIL = 0.3  # seconds kept after such a sound
 # where the detector heard no speech, whisper's text is kept only when whisper is sure of it: a whisper measures
 # no_speech_prob 0.28, avg_logprob -0.37; white noise 0.99, synthetic music 0.81, mains hum 0.74 (Whisper base)
 SURE_NO_SPEECH = 0.5
@@ -296,19 +419,34 @@ def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> tuple[int
 
     Where the voice activity detector found speech: from just before it, up to 30 s, ending in the first pause of
     UNHEARD seconds, else the latest pause of at least SENTENCE_PAUSE (else the longest pause; else at 30 s,
-    where whisper's own timestamps decide what is decoded again). A stretch of UNHEARD seconds or more without
-    detected speech is a window of its own, with has_speech False: the detector misses whispers, so whisper gets to
-    judge it, under stricter rules.
+    where whisper's own timestamps decide what is decoded again).
+    A stretch of UNHEARD seconds or more without detected speech is searched for sounds (SpeechMap.sounds): the
+    detector misses whispers, and the first words after a silence. Without any, it is skipped. A sound that runs
+    into the speech after it starts that speech's window; any other sound is a window of its own, tight around it,
+    with has_speech False, where whisper judges it under stricter rules.
     start == content_frames when nothing is left.
     """
     t, total = seek / FRAMES_PER_SECOND, content_frames / FRAMES_PER_SECOND
     onset = speech.next_speech(t)
     if (onset if onset is not None else total) - t >= UNHEARD:
-        end_t = t + 30.0 if onset is None else min(onset - LEAD_IN, t + 30.0)
-        return seek, min(int(end_t * FRAMES_PER_SECOND), content_frames), False
+        stretch_end = total if onset is None else onset - LEAD_IN
+        sounds = speech.sounds(t, stretch_end)
+        if not sounds and onset is None:
+            return content_frames, content_frames, False
+        if sounds:
+            a, b = sounds[0]
+            start = max(seek, _frame(a - LEAD_IN))
+            if onset is None or onset - b >= SOUND_BRIDGE:
+                end = min(_frame(b + SOUND_TAIL), start + N_FRAMES, _frame(stretch_end), content_frames)
+                return start, max(end, start + 1), False
+            return _speech_window(speech, start, content_frames)
     if onset is None:
         return content_frames, content_frames, False
-    start = max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND))
+    return _speech_window(speech, max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND)), content_frames)
+
+
+def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> tuple[int, int, bool]:
+    """A window of detected speech from `start`: up to 30 s, ended in a pause (see _plan_window)."""
     limit = min(start + N_FRAMES, content_frames)
     start_t, limit_t = start / FRAMES_PER_SECOND, limit / FRAMES_PER_SECOND
     pauses = [(a, b) for a, b in speech.pauses(start_t, limit_t) if a > start_t + 1.0]
@@ -429,22 +567,30 @@ def _normalized(text: str) -> str:
 
 
 def _decode_with_fallback(
-    model: OVWhisper, mel: torch.Tensor, base: DecodingOptions, options: TranscribeOptions
+    model: OVWhisper,
+    mel: torch.Tensor,
+    base: DecodingOptions,
+    options: TranscribeOptions,
+    temperatures: tuple[float, ...] | None = None,
 ) -> DecodingResult:
     """Decode at the lowest temperature whose result passes the quality thresholds (as whisper.transcribe does)."""
     result = None
-    for t in options.temperatures:
+    for t in options.temperatures if temperatures is None else temperatures:
         if t > 0:  # sampling: best-of-n, no beam search
             decode_options = replace(base, temperature=t, beam_size=None, patience=None)
         else:  # deterministic: beam search (or greedy), no best-of
             decode_options = replace(base, temperature=t, best_of=None)
         result = model.decode(mel, decode_options)
-        too_repetitive = _too_repetitive(result, options)
-        too_unlikely = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
-        if not (too_repetitive or too_unlikely) or _is_silence(result, options):
+        if not _needs_fallback(result, options):
             break
     assert result is not None
     return result
+
+
+def _needs_fallback(result: DecodingResult, options: TranscribeOptions) -> bool:
+    """whisper's rule: too repetitive or too unlikely, and not a window whisper deems silent."""
+    too_unlikely = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
+    return (_too_repetitive(result, options) or too_unlikely) and not _is_silence(result, options)
 
 
 def _too_repetitive(result: DecodingResult, options: TranscribeOptions) -> bool:

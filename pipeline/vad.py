@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +32,21 @@ class VadOptions:
     speech_pad_ms: int = 30  # regions are widened by this much on each side (silero's default)
 
 
+LEVEL_FRAME = SAMPLE_RATE // 100  # 10 ms frames for the energy check
+SOUND_ABOVE_FLOOR = 15.0  # dB over the stretch's own floor (its 10th-percentile frame) that counts as a sound
+SOUND_MIN_DBFS = -75.0  # nothing quieter is a sound, however clean the recording (digital silence, dither)
+SOUND_BRIDGE = 1.0  # sounds closer than this are one stretch (the pauses between a whisper's words)
+SOUND_MIN = 0.2  # seconds of sound, at least, in a stretch worth asking whisper about (not a click)
+
+
 @dataclass(frozen=True)
 class SpeechMap:
-    """Speech regions of one recording, in seconds, sorted and disjoint."""
+    """Speech regions of one recording, in seconds, sorted and disjoint; and the level of every 10-ms frame, for
+    finding sounds the detector does not call speech (whispers: silero gives them 0.02-0.5)."""
 
     regions: tuple[tuple[float, float], ...]
     duration: float
+    levels: np.ndarray | None = field(default=None, compare=False, repr=False)  # dBFS per 10-ms frame
 
     def speech_in(self, start: float, end: float) -> float:
         """Seconds of speech between start and end."""
@@ -78,6 +87,28 @@ class SpeechMap:
             if start < e0 and s1 > e0:
                 gaps.append((e0, min(s1, end)))
         return gaps
+
+    def sounds(self, start: float, end: float) -> list[tuple[float, float]]:
+        """Stretches of [start, end] that stand out from its quietest part (SOUND_ABOVE_FLOOR dB over its
+        10th-percentile 10-ms frame, and over SOUND_MIN_DBFS), joined across gaps under SOUND_BRIDGE seconds,
+        each with SOUND_MIN seconds of sound or more. Whatever the detector made of them: speech, whispers, music,
+        noise. Empty without levels."""
+        if self.levels is None:
+            return []
+        step = LEVEL_FRAME / SAMPLE_RATE
+        first, last = int(start / step), min(int(np.ceil(end / step)), self.levels.size)
+        level = self.levels[first:last]
+        if level.size == 0:
+            return []
+        loud = level > max(float(np.percentile(level, 10)) + SOUND_ABOVE_FLOOR, SOUND_MIN_DBFS)
+        found: list[list[float]] = []  # [start, end, seconds of sound]
+        for i in np.flatnonzero(loud):
+            t = (first + i) * step
+            if found and t - found[-1][1] < SOUND_BRIDGE:
+                found[-1][1], found[-1][2] = t + step, found[-1][2] + step
+            else:
+                found.append([t, t + step, step])
+        return [(a, b) for a, b, sound in found if sound >= SOUND_MIN]
 
     def _index(self, t: float) -> int:
         return bisect.bisect_right(self._starts, t)
@@ -140,4 +171,12 @@ def speech_map(audio: np.ndarray, options: VadOptions = VadOptions()) -> SpeechM
         audio_length_samples=audio.size,
     )
     regions = tuple((r["start"] / SAMPLE_RATE, r["end"] / SAMPLE_RATE) for r in found)
-    return SpeechMap(regions, audio.size / SAMPLE_RATE)
+    return SpeechMap(regions, audio.size / SAMPLE_RATE, frame_levels(audio))
+
+
+def frame_levels(audio: np.ndarray) -> np.ndarray:
+    """dBFS of each 10-ms frame (float32; an hour is 1.4 MB)."""
+    n = audio.size // LEVEL_FRAME
+    frames = audio[: n * LEVEL_FRAME].reshape(n, LEVEL_FRAME)
+    power = np.einsum("ij,ij->i", frames, frames, dtype=np.float64) / LEVEL_FRAME
+    return (10 * np.log10(power + 1e-12)).astype(np.float32)

@@ -16,7 +16,7 @@ from pipeline.jobs import _transcribe
 from pipeline.media import SAMPLE_RATE, MediaInfo
 from pipeline.subtitles import to_srt
 from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard, _missed_speech, _plan_window, _snap
-from pipeline.vad import SpeechMap, speech_map
+from pipeline.vad import SpeechMap, frame_levels, speech_map
 
 CLIPS = [
     "en_jfk",
@@ -187,24 +187,74 @@ def test_cut_loop(piece, expected):
     assert _cut_loop(piece, timestamp_begin=100) == expected
 
 
+def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float = -45.0) -> np.ndarray:
+    """10-ms frame levels (dBFS): `floor` everywhere, `level` inside each (start, end) sound."""
+    levels = np.full(int(seconds * 100), floor, np.float32)
+    for a, b in sounds:
+        levels[int(a * 100) : int(b * 100)] = level
+    return levels
+
+
 @pytest.mark.parametrize(
-    ("regions", "seek", "expected"),
+    ("regions", "sounds", "seek", "expected"),
     [
-        # frames are 10 ms; audio is 100 s (10000 frames)
-        (((5.0, 8.0),), 0, (0, 480, False)),  # 5 s before any speech: whisper judges it alone, up to the lead-in
-        (((1.5, 8.0),), 0, (130, 900, True)),  # speech soon: from 0.2 s before it to 1 s into the pause after it
-        (((1.5, 8.0), (60.0, 70.0)), 5900, (5980, 7100, True)),
-        (((0.0, 10.0), (10.4, 20.0), (21.0, 28.0), (28.2, 40.0)), 0, (0, 2050, True)),  # the latest >= 0.5 s pause
-        (((0.0, 10.0), (10.3, 20.0), (20.2, 40.0)), 0, (0, 1015, True)),  # none: the longest, half of it kept
-        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), 0, (0, 1100, True)),  # an unheard pause (>= 2 s) comes first
-        (((0.0, 45.0),), 0, (0, 3000, True)),  # 45 s without a pause: 30 s, whisper's timestamps take it from there
-        (((0.0, 45.0),), 2000, (2000, 4600, True)),  # speech ends in this window: 1 s into the pause after it
-        (((0.0, 10.0),), 1100, (1100, 4100, False)),  # after the last speech: whisper judges the rest, 30 s at a time
-        (((0.0, 10.0),), 9900, (10000, 10000, False)),  # under 2 s left, no speech: done
+        # frames are 10 ms; audio is 100 s (10000 frames); sounds: where the levels stand out (whatever the detector
+        # made of them)
+        (((5.0, 8.0),), [], 0, (480, 900, True)),  # nothing before the speech: from 0.2 s before it
+        (((5.0, 8.0),), [(1.0, 2.0)], 0, (80, 230, False)),  # a sound alone: whisper judges it, tightly
+        (((5.0, 8.0),), [(3.0, 4.5)], 0, (280, 900, True)),  # a sound that runs into the speech starts it
+        (((1.5, 8.0),), [], 0, (130, 900, True)),  # speech soon: from 0.2 s before it to 1 s into the pause after it
+        (((1.5, 8.0), (60.0, 70.0)), [], 5900, (5980, 7100, True)),
+        (((0.0, 10.0), (10.4, 20.0), (21.0, 28.0), (28.2, 40.0)), [], 0, (0, 2050, True)),  # latest >= 0.5 s pause
+        (((0.0, 10.0), (10.3, 20.0), (20.2, 40.0)), [], 0, (0, 1015, True)),  # none: the longest, half of it kept
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [], 0, (0, 1100, True)),  # an unheard pause (>= 2 s) comes first
+        (((0.0, 45.0),), [], 0, (0, 3000, True)),  # 45 s without a pause: 30 s, whisper's timestamps go on from there
+        (((0.0, 45.0),), [], 2000, (2000, 4600, True)),  # speech ends in this window: 1 s into the pause after it
+        (((0.0, 10.0),), [], 1100, (10000, 10000, False)),  # no speech nor sound after the last speech: done
+        (((0.0, 10.0),), [(40.0, 45.0)], 1100, (3980, 4530, False)),  # a sound after it: judged alone
+        (((0.0, 10.0),), [(20.0, 70.0)], 1100, (1980, 4980, False)),  # a long one: 30 s at a time
+        (((0.0, 10.0),), [], 9900, (10000, 10000, False)),  # under 2 s left, no speech: done
     ],
 )
-def test_plan_window(regions, seek, expected):
-    assert _plan_window(SpeechMap(regions, 100.0), seek, 10000) == expected
+def test_plan_window(regions, sounds, seek, expected):
+    assert _plan_window(SpeechMap(regions, 100.0, _levels(sounds)), seek, 10000) == expected
+
+
+@pytest.mark.parametrize(
+    ("sounds", "span", "expected"),
+    [
+        ([(1.0, 2.0)], (0, 10), [(1.0, 2.0)]),
+        ([(1.0, 2.0), (2.5, 3.0)], (0, 10), [(1.0, 3.0)]),  # under 1 s apart: one stretch (a whisper's words)
+        ([(1.0, 2.0), (3.5, 4.0)], (0, 10), [(1.0, 2.0), (3.5, 4.0)]),
+        ([(1.0, 1.1)], (0, 10), []),  # a click
+        ([(1.0, 2.0)], (1.5, 10), [(1.5, 2.0)]),  # only inside the span
+        ([], (0, 10), []),
+    ],
+)
+def test_sounds(sounds, span, expected):
+    found = SpeechMap((), 100.0, _levels(sounds)).sounds(*span)
+    assert found == [pytest.approx(e, abs=0.011) for e in expected]
+
+
+@pytest.mark.parametrize(
+    ("floor", "level", "found"),
+    [
+        (-90.0, -45.0, True),  # a whisper in a clean recording
+        (-50.0, -45.0, False),  # 5 dB over a noisy floor: the floor itself
+        (-50.0, -30.0, True),
+        (-120.0, -80.0, False),  # under -75 dBFS: nothing, however clean the recording
+    ],
+)
+def test_sound_levels(floor, level, found):
+    assert bool(SpeechMap((), 100.0, _levels([(1.0, 3.0)], floor=floor, level=level)).sounds(0, 10)) == found
+
+
+def test_frame_levels_of_real_speech(audio):
+    samples = np.concatenate([np.zeros(SAMPLE_RATE, np.float32), audio(CLIPS[0])])
+    levels = frame_levels(samples)
+    assert levels.size == samples.size // 160
+    assert levels[:100].max() < -100  # the digital silence
+    assert -40 < np.percentile(levels[100:], 90) < -5  # speech
 
 
 @pytest.mark.parametrize(
