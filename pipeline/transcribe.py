@@ -226,9 +226,7 @@ def _parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: 
     the detected speech; without it, in the quietest second)."""
     total = content_frames / FRAMES_PER_SECOND
     n = max(1, min(n, int(total // MIN_PART)))
-    levels = speech.levels if speech is not None else None
-    if levels is None and n > 1:
-        levels = frame_levels(audio)
+    levels = frame_levels(audio) if speech is None and n > 1 else None
     cuts = [0]
     for k in range(1, n):
         target = k * total / n
@@ -316,6 +314,8 @@ class _Stream:
         # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
         if segment_size <= 0 or _is_quiet(self.audio[seek * HOP_LENGTH : window_end * HOP_LENGTH]):
             return None, [], segment_size
+        if not heard:  # (the previous text, as a prompt, makes whisper go on with it over music)
+            decode_options = replace(decode_options, prompt=None)
         request = _Request(pad_or_trim(self.mel[:, seek:window_end], N_FRAMES), decode_options, heard)
         result = yield request
         if result is None:
@@ -408,10 +408,12 @@ SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected
 COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
 UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
 SOUND_TAIL = 0.3  # seconds kept after such a sound
-# where the detector heard no speech, whisper's text is kept only when whisper is sure of it: a whisper measures
-# no_speech_prob 0.28, avg_logprob -0.37; white noise 0.99, synthetic music 0.81, mains hum 0.74 (Whisper base)
-SURE_NO_SPEECH = 0.5
-SURE_LOGPROB = -0.7
+# where the detector heard no speech, whisper's text is kept only when whisper is sure of it. Measured on sounds the
+# detector missed (Whisper base, seeded compositions): whispers, falsetto and speech with a cold decode at avg_logprob
+# -0.19 to -0.52 (no_speech_prob 0.15 to 0.93!), synthetic music at -0.74 to -0.76, "Thank you." over a breath at
+# -0.79 to -0.92; white noise measures no_speech_prob 0.99
+SURE_NO_SPEECH = 0.95
+SURE_LOGPROB = -0.6
 
 
 def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> tuple[int, int, bool]:

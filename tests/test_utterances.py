@@ -1,0 +1,103 @@
+"""Long recordings the code was not tuned on, checked utterance by utterance: seeded compositions of real clips
+(pauses of 0.2-3 s, a 30-60 s silence anywhere, whispered, quiet and fast speech, music and noise), decoded
+sequentially and in batches. The benchmark's seeds (7, 11, 13: benchmarks/utterances.py) stay out of here."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import DATA
+from whisper.decoding import DecodingOptions
+
+from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer
+from benchmarks.utterances import subtitle
+from pipeline.transcribe import TranscribeOptions, _parts
+from pipeline.vad import SpeechMap
+
+SEEDS = [1, 2, 3]
+ENGLISH = TranscribeOptions(language="en")
+
+
+@pytest.fixture(scope="module")
+def clips():
+    return [c for c in load_clips(DATA) if "sonnet" not in c.id]
+
+
+@pytest.fixture(scope="module")
+def alone(clips, ov_model):
+    """Each clip decoded on its own: what the model gets right there (some clips it mishears anyway)."""
+    return {c.id: utterance_report(compose([c], 1.0), subtitle(compose([c], 1.0).audio, ov_model, ENGLISH))[0]
+            for c in clips}  # fmt: skip
+
+
+def _check(comp, cues, alone) -> None:
+    report = utterance_report(comp, cues)
+    lost = [(u.id, u.kind, u.recall) for u in report if u.lost(alone[u.id])]
+    assert lost == [], "utterances lost"
+    late = [(u.id, u.kind, u.onset_error) for u in report if u.late(alone[u.id])]
+    assert len(late) <= 0.1 * len(report), f"cue starts more than 0.3 s off: {late}"
+    assert duplicated(cues, comp.reference) == []
+    assert [(c.start, c.text) for c in cues_in(comp, cues)] == [], "cues in music, noise or silence"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_nothing_lost_utterance_by_utterance(seed, clips, alone, ov_model):
+    comp = generate(clips, seed)
+    _check(comp, subtitle(comp.audio, ov_model, ENGLISH), alone)
+
+
+@pytest.mark.slow
+def test_batched_decoding_keeps_every_utterance(clips, alone, ov_model):
+    """Three parts decoded side by side: nothing lost, and the WER within a point of the sequential decode."""
+    comp = generate(clips, 4)
+    assert comp.audio.size / 16000 > 180  # (long enough for three 60-s parts)
+    sequential = subtitle(comp.audio, ov_model, ENGLISH)
+    batched = subtitle(comp.audio, ov_model, TranscribeOptions(language="en", batch_size=3))
+    _check(comp, batched, alone)
+
+    def text(cues):
+        return " ".join(c.text.replace("\n", " ") for c in cues)
+
+    assert wer(comp.reference, text(batched)) <= wer(comp.reference, text(sequential)) + 0.01
+
+
+@pytest.mark.slow
+def test_windows_in_one_batch_decode_as_they_do_alone(ov_model, audio):
+    """Two windows with their own prompts, decoded as one batch with 5 beams, give what each gives alone (whisper's
+    DecodingTask takes one prompt and, with beams, one window: pipeline.model makes it take rows)."""
+    from pipeline.features import log_mel
+    from whisper.audio import N_FRAMES
+
+    mels = [log_mel(audio(c), 80, padding=16000 * 30)[:, :N_FRAMES] for c in ("en_jfk", "en_ljs_LJ001-0008")]
+    prompts = [ov_model_tokens(ov_model, t) for t in (" Printing, in the only sense.", " My fellow citizens, hello.")]
+    n = min(map(len, prompts))
+    prompts = [p[-n:] for p in prompts]
+    options = DecodingOptions(language="en", beam_size=5, fp16=False)
+    batch = ov_model.decode(torch.stack(mels), options.__class__(**{**options.__dict__, "prompt": prompts[0]}),
+                            row_prompts=prompts)  # fmt: skip
+    for mel, prompt, together in zip(mels, prompts, batch):
+        single = ov_model.decode(mel, DecodingOptions(language="en", beam_size=5, fp16=False, prompt=prompt))
+        assert together.tokens == single.tokens
+        assert together.avg_logprob == pytest.approx(single.avg_logprob, abs=1e-3)
+
+
+def ov_model_tokens(model, text: str) -> list[int]:
+    from whisper.tokenizer import get_tokenizer
+
+    return get_tokenizer(model.is_multilingual, num_languages=model.num_languages).encode(text)
+
+
+@pytest.mark.parametrize(
+    ("regions", "seconds", "n", "expected"),
+    [
+        # 10-ms frames. Parts of 60 s at least; each cut in the longest pause within 15 s of the even split
+        (((0.0, 100.0),), 100.0, 4, [(0, 10000)]),  # too short to cut
+        (((0.0, 55.0), (57.0, 130.0)), 130.0, 2, [(0, 5600), (5600, 13000)]),
+        (((0.0, 50.0), (51.0, 64.0), (68.0, 130.0)), 130.0, 2, [(0, 6600), (6600, 13000)]),  # the longer pause
+        (((0.0, 300.0),), 300.0, 2, [(0, 15000), (15000, 30000)]),  # no pause near: at the split
+        (((0.0, 300.0),), 300.0, 8, [(0, 6000), (6000, 12000), (12000, 18000), (18000, 24000), (24000, 30000)]),
+    ],
+)
+def test_parts(regions, seconds, n, expected):
+    assert _parts(SpeechMap(regions, seconds), None, int(seconds * 100), n) == expected
