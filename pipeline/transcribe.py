@@ -369,7 +369,7 @@ def _decode_batch(
         for b in range(0, len(group), options.batch_size):
             rows = group[b : b + options.batch_size]
             length = min(n_ctx, *(len(requests[i].options.prompt) for i in rows)) if rows[0] in prompted else 0
-            prompts = [list(requests[i].options.prompt[len(requests[i].options.prompt) - length :]) for i in rows]
+            prompts = [list(requests[i].options.prompt or [])[-length:] if length else [] for i in rows]
             mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
             first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)
             for i, row, result in zip(rows, mel, model.decode(mel, first, row_prompts=prompts)):
