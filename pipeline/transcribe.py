@@ -174,10 +174,10 @@ def _segments(
     done: set[int] = set()
     ready: list[list[Segment]] = [[] for _ in streams]  # decoded, not yet given out (a later part waits its turn)
 
-    def resume(i: int, result: DecodingResult | None = None, first: bool = False) -> None:
-        """Run part i's loop until it asks for a window to be decoded, or ends."""
+    def resume(i: int, result: DecodingResult | None = None) -> None:
+        """Run part i's loop until it asks for a window to be decoded, or ends (a new loop starts on None)."""
         try:
-            item = next(loops[i]) if first else loops[i].send(result)
+            item = loops[i].send(result)
             while isinstance(item, Segment):
                 ready[i].append(item)
                 item = next(loops[i])
@@ -186,7 +186,7 @@ def _segments(
             done.add(i)
 
     for i in range(len(loops)):
-        resume(i, first=True)
+        resume(i)
     current = 0  # the part whose segments go out as they come
     while True:
         while current < len(streams):

@@ -100,15 +100,14 @@ class SpeechMap:
         level = self.levels[first:last]
         if level.size == 0:
             return []
-        loud = level > max(float(np.percentile(level, 10)) + SOUND_ABOVE_FLOOR, SOUND_MIN_DBFS)
-        found: list[list[float]] = []  # [start, end, seconds of sound]
-        for i in np.flatnonzero(loud):
-            t = (first + i) * step
-            if found and t - found[-1][1] < SOUND_BRIDGE:
-                found[-1][1], found[-1][2] = t + step, found[-1][2] + step
-            else:
-                found.append([t, t + step, step])
-        return [(a, b) for a, b, sound in found if sound >= SOUND_MIN]
+        loud = np.flatnonzero(level > max(float(np.percentile(level, 10)) + SOUND_ABOVE_FLOOR, SOUND_MIN_DBFS))
+        if loud.size == 0:
+            return []
+        # runs of loud frames, joined where the gap from one frame's end to the next frame is under SOUND_BRIDGE
+        new_run = np.flatnonzero((np.diff(loud) - 1) * step >= SOUND_BRIDGE) + 1
+        firsts, lasts = np.r_[0, new_run], np.r_[new_run - 1, loud.size - 1]
+        return [((first + loud[a]) * step, (first + loud[b] + 1) * step)
+                for a, b in zip(firsts, lasts) if (b - a + 1) * step >= SOUND_MIN]  # fmt: skip
 
     def _index(self, t: float) -> int:
         return bisect.bisect_right(self._starts, t)
