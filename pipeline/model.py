@@ -141,8 +141,11 @@ class OVWhisper:
                     if i > 0 and mel.shape[0] == 1:
                         return result[i - 1 : i]
         req = self._encoder_request()
-        req.infer({0: mel.numpy()})
-        cross_kv = req.get_tensor("cross_kv").data.copy()
+        rows = []
+        for row in mel.numpy():  # one window at a time: the encoder is compute-bound, so a batch gains nothing, and
+            req.infer({0: row[None]})  # its activations (4 windows: +600 MB) would grow with the batch
+            rows.append(req.get_tensor("cross_kv").data.copy())
+        cross_kv = rows[0] if len(rows) == 1 else np.concatenate(rows)
         b = cross_kv.shape[0]
         result = torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
         self._requests.last = (mel, result)  # holding `mel` keeps its memory from being reused for another window

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
-PAUSE = 1.0  # seconds of silence between words that always ends a cue (a new utterance)
+PAUSE = 0.7  # seconds of silence between words that always ends a cue (a new utterance; measured on seeded
+#   compositions, 1.0 s ran two utterances 0.7-1 s apart into one cue that started early: 83 % of cue starts on time
+#   against 86 %, as many cues passing the checker)
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ is decoded by whisper's own DecodingTask on the OpenVINO model (pipeline/model.p
 is a generator, so a progress bar or a web page can show each segment as soon as it is decoded.
 
 With voice activity detection (pipeline/vad.py, on by default) the windows follow the speech instead of the clock:
-each starts just before speech and ends in a pause, so no word is cut at a window boundary; speech that whisper
-skipped is decoded again; word times snap to the detected speech; and text decoded where nobody speaks is dropped
-unless whisper is sure of it (see _plan_window, _missed_speech and _Guard).
+each starts just before speech, holds up to 30 s of speech with the silences between left out (_Window), and ends in
+a pause, so no word is cut at a window boundary; speech that whisper skipped is decoded again; word times snap to the
+detected speech; and text decoded where nobody speaks is dropped unless whisper is sure of it (see _plan_window,
+_missed_speech and _Guard). Each window's log-mel spectrogram is computed from its own audio (_window_mel).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from whisper.audio import (
     N_SAMPLES,
     N_SAMPLES_PER_TOKEN,
     SAMPLE_RATE,
+    log_mel_spectrogram,
     pad_or_trim,
 )
 from whisper.decoding import DecodingOptions, DecodingResult
@@ -33,7 +35,6 @@ from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import SubtitleError
-from pipeline.features import log_mel
 from pipeline.model import OVWhisper, release_free_memory
 from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
@@ -124,8 +125,7 @@ def transcribe(
     language = check_options(options)
     if not model.is_multilingual and language not in (None, "en"):
         raise SubtitleError("This model is English-only: choose a multilingual model or language 'en'")
-    mel = log_mel(audio, model.dims.n_mels, padding=N_SAMPLES)  # whisper's, a few minutes at a time
-    content_frames = mel.shape[-1] - N_FRAMES
+    content_frames = audio.size // HOP_LENGTH
     duration = len(audio) / SAMPLE_RATE
     speech = speech_map(audio, VadOptions(threshold=options.vad_threshold)) if options.vad else None
 
@@ -136,15 +136,21 @@ def transcribe(
         else:  # from the first 30 s of speech (an intro of music says nothing about the language)
             onset = (speech.next_speech(0.0) if speech is not None else None) or 0.0
             first = int(max(onset - LEAD_IN, 0.0) * FRAMES_PER_SECOND)
-            _, probs = model.detect_language(pad_or_trim(mel[:, first : first + N_FRAMES], N_FRAMES))
+            _, probs = model.detect_language(_window_mel(audio[first * HOP_LENGTH :], model.dims.n_mels))
             language = max(probs, key=probs.get)
     info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs)
-    return _segments(audio, mel, content_frames, model, language, options, speech, progress), info
+    return _segments(audio, content_frames, model, language, options, speech, progress), info
+
+
+def _window_mel(audio: np.ndarray, n_mels: int) -> torch.Tensor:
+    """A window's log-mel spectrogram, computed from its own 30 s of audio (zero-padded), as whisper's training data
+    was: its level clamp (80 dB under the loudest bin) is the window's own, not the whole recording's, so a quiet
+    or whispered stretch is not read against the loudest speech elsewhere."""
+    return log_mel_spectrogram(torch.from_numpy(pad_or_trim(np.ascontiguousarray(audio[:N_SAMPLES]))), n_mels)
 
 
 def _segments(
     audio: np.ndarray,
-    mel: torch.Tensor,
     content_frames: int,
     model: OVWhisper,
     language: str,
@@ -168,7 +174,7 @@ def _segments(
         fp16=False,
     )
     parts = _parts(speech, audio, content_frames, options.batch_size)
-    streams = [_Stream(audio, mel, model, tokenizer, options, speech, first, last) for first, last in parts]
+    streams = [_Stream(audio, model, tokenizer, options, speech, first, last) for first, last in parts]
     loops = [stream.run(decode_options) for stream in streams]
     waiting: dict[int, _Request] = {}  # part -> the window it waits on
     done: set[int] = set()
@@ -249,8 +255,8 @@ class _Stream:
     """whisper's window loop over one part of the recording: it yields a _Request for every window and is sent
     back whisper's result (None: no speech there), and yields each Segment it keeps."""
 
-    def __init__(self, audio, mel, model, tokenizer, options: TranscribeOptions, speech, first: int, last: int):
-        self.audio, self.mel, self.model, self.tokenizer, self.options = audio, mel, model, tokenizer, options
+    def __init__(self, audio, model, tokenizer, options: TranscribeOptions, speech, first: int, last: int):
+        self.audio, self.model, self.tokenizer, self.options = audio, model, tokenizer, options
         self.speech, self.first, self.last = speech, first, last
         self.seek = first
         self.last_speech_timestamp = 0.0
@@ -269,24 +275,24 @@ class _Stream:
         seek, last = self.first, self.last
         while seek < last:
             previous_seek = seek
-            heard = True
             if speech is not None:  # start at the next speech, end the window in a pause
-                seek, window_end, heard = _plan_window(speech, seek, last)
-                if seek >= last:
+                window = _plan_window(speech, seek, last)
+                if window is None:
                     break
             else:
-                window_end = min(seek + N_FRAMES, last)
+                window = _Window(((seek, min(seek + N_FRAMES, last)),))
+            seek = window.start
             prompt = replace(decode_options, prompt=all_tokens[prompt_reset_since:])
-            result, current, seek_advance = yield from self._window(seek, window_end, prompt, heard)
+            result, current, seek_advance = yield from self._window(window, prompt)
             if result is None:
-                seek = window_end
+                seek = window.end
             else:
-                next_seek = seek + seek_advance
+                next_seek = window.frame_after(seek_advance)
                 if speech is not None and current:
                     # speech whisper skipped inside the window (often its first sentence) is decoded on its own
                     for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
                         sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
-                        _, found, _ = yield from self._window(sub_start, _frame(end), prompt, True)
+                        _, found, _ = yield from self._window(window.within(sub_start, _frame(end)), prompt)
                         current += found
                     current.sort(key=lambda seg: seg["start"])
                     for seg in current:
@@ -304,26 +310,25 @@ class _Stream:
             self.seek = seek
         self.seek = last
 
-    def _window(
-        self, seek: int, window_end: int, decode_options: DecodingOptions, heard: bool
-    ) -> Iterator[_Request | Segment]:
-        """Decode one window (through the caller's batch): returns (result, segments, frames to advance); result
-        None when the window holds no speech."""
+    def _window(self, window: _Window, decode_options: DecodingOptions) -> Iterator[_Request | Segment]:
+        """Decode one window (through the caller's batch): returns (result, segments, frames of the window to
+        advance); result None when the window holds no speech. Segment and word times are the recording's."""
         options, tokenizer = self.options, self.tokenizer
-        segment_size = window_end - seek
+        segment_size = window.frames
+        audio = np.concatenate([self.audio[a * HOP_LENGTH : b * HOP_LENGTH] for a, b in window.pieces])
         # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
-        if segment_size <= 0 or _is_quiet(self.audio[seek * HOP_LENGTH : window_end * HOP_LENGTH]):
+        if segment_size <= 0 or _is_quiet(audio):
             return None, [], segment_size
-        if not heard:  # (the previous text, as a prompt, makes whisper go on with it over music)
+        if not window.heard:  # (the previous text, as a prompt, makes whisper go on with it over music)
             decode_options = replace(decode_options, prompt=None)
-        request = _Request(pad_or_trim(self.mel[:, seek:window_end], N_FRAMES), decode_options, heard)
+        request = _Request(_window_mel(audio, self.model.dims.n_mels), decode_options, window.heard)
         result = yield request
         if result is None:
             return None, [], segment_size
 
         pieces, seek_advance = _split_at_timestamps(result.tokens, tokenizer.timestamp_begin, segment_size)
-        time_offset = seek / FRAMES_PER_SECOND
-        window_end_time = window_end / FRAMES_PER_SECOND
+        time_offset = window.start / FRAMES_PER_SECOND  # (times in the packed window until mapped back below)
+        window_end_time = time_offset + segment_size / FRAMES_PER_SECOND
         looping = _too_repetitive(result, options)  # even after every fallback temperature
         current = []
         for start_pos, end_pos, piece in pieces:
@@ -333,7 +338,7 @@ class _Stream:
             start = time_offset + start_pos * TIME_PRECISION
             end = min(time_offset + end_pos * TIME_PRECISION, window_end_time)
             if text and end > start:
-                current.append({"seek": seek, "start": start, "end": end, "text": text, "tokens": piece,
+                current.append({"seek": window.start, "start": start, "end": end, "text": text, "tokens": piece,
                                 "result": result})  # fmt: skip
         if options.word_timestamps and current:
             # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end.
@@ -346,8 +351,13 @@ class _Stream:
                 num_frames=segment_size,
                 last_speech_timestamp=self.last_speech_timestamp,
             )
-            spoken = [w["end"] for seg in current for w in seg.get("words", [])]
-            self.last_speech_timestamp = max([self.last_speech_timestamp, *spoken])
+        for seg in current:  # from the packed window's time to the recording's
+            seg["start"], seg["end"] = window.time(seg["start"]), window.time(seg["end"], end=True)
+            for w in seg.get("words", ()):
+                w["start"], w["end"] = window.time(w["start"]), window.time(w["end"], end=True)
+            _off_the_seams(seg, window.seams)
+        spoken = [w["end"] for seg in current for w in seg.get("words", [])]
+        self.last_speech_timestamp = max([self.last_speech_timestamp, *spoken])
         return result, current, seek_advance
 
 
@@ -416,52 +426,170 @@ SURE_NO_SPEECH = 0.95
 SURE_LOGPROB = -0.6
 
 
-def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> tuple[int, int, bool]:
-    """(start, end, has_speech) frames of the next window.
+@dataclass(frozen=True)
+class _Window:
+    """What is decoded as one 30-s window: one or more stretches of the recording, [first, last) frames in order,
+    joined. Between stretches lies a silence of UNHEARD seconds or more with no sound in it, left out but for
+    GAP_KEPT seconds (so whisper still sees a pause): a window holds up to 30 s of speech, not of silence (the
+    silence-free audio of faster-whisper's and WhisperX's VAD mode, planned a window at a time). heard: the voice
+    activity detector found speech in it."""
 
-    Where the voice activity detector found speech: from just before it, up to 30 s, ending in the first pause of
-    UNHEARD seconds, else the latest pause of at least SENTENCE_PAUSE (else the longest pause; else at 30 s,
-    where whisper's own timestamps decide what is decoded again).
+    pieces: tuple[tuple[int, int], ...]
+    heard: bool = True
+
+    @property
+    def start(self) -> int:
+        return self.pieces[0][0]
+
+    @property
+    def end(self) -> int:
+        return self.pieces[-1][1]
+
+    @property
+    def frames(self) -> int:
+        return sum(b - a for a, b in self.pieces)
+
+    def within(self, first: int, last: int) -> _Window:
+        """The part of this window between two frames of the recording (what it left out stays out)."""
+        pieces = tuple((max(a, first), min(b, last)) for a, b in self.pieces if b > first and a < last)
+        return _Window(pieces or ((first, max(last, first + 1)),), self.heard)
+
+    def frame_after(self, frames: int) -> int:
+        """The recording's frame `frames` into the window (a stretch's end, not the next stretch's start)."""
+        for a, b in self.pieces:
+            if frames <= b - a:
+                return a + frames
+            frames -= b - a
+        return self.end + frames
+
+    def time(self, t: float, end: bool = False) -> float:
+        """A time in the joined audio (seconds, counted from the recording's time at the window's start, as whisper's
+        are) as the recording's time. A time on the seam between two stretches is the later one's start, or with
+        end=True the earlier one's end."""
+        offset = t - self.start / FRAMES_PER_SECOND
+        for a, b in self.pieces:
+            length = (b - a) / FRAMES_PER_SECOND
+            if offset < length or (end and offset <= length):
+                return a / FRAMES_PER_SECOND + offset
+            offset -= length
+        return self.end / FRAMES_PER_SECOND + offset
+
+    @property
+    def seams(self) -> list[tuple[float, float]]:
+        """The silence kept where the window joins two stretches: (start, end) times in the recording, on the
+        earlier stretch's side and on the later one's."""
+        return [(b / FRAMES_PER_SECOND - GAP_KEPT[0], c / FRAMES_PER_SECOND + GAP_KEPT[1])
+                for (_, b), (c, _) in zip(self.pieces, self.pieces[1:])]  # fmt: skip
+
+
+def _off_the_seams(seg: dict, seams: list[tuple[float, float]]) -> None:
+    """A segment that starts in the silence of a seam starts after it: whisper and its word timing place a segment's
+    first words a little early, into the pause before them, and at a seam that pause stands for seconds of silence
+    left out. The words there move to the speech after the seam (spread up to the next word). A word that spans the
+    seam (it would span all the silence left out) starts after it too."""
+    words = seg.get("words")
+    for before, after in seams:
+        if not words:
+            if before <= seg["start"] < after:
+                seg["start"] = min(after, seg["end"])
+            continue
+        for w in words:
+            if w["start"] < before + GAP_KEPT[0] and w["end"] > after - GAP_KEPT[1]:
+                w["start"] = min(after, w["end"] - 0.01)
+        n = 0
+        while n < len(words) and words[n]["start"] >= before and words[n]["end"] <= after:
+            n += 1
+        if n == 0:
+            continue
+        until = words[n]["start"] if n < len(words) else after + words[-1]["end"] - words[0]["start"]
+        start = min(after, until - 0.05 * n)
+        step = (until - start) / n
+        for i, w in enumerate(words[:n]):
+            w["start"], w["end"] = start + i * step, start + (i + 1) * step
+    if words:
+        seg["start"] = words[0]["start"]
+        seg["end"] = max(seg["end"], words[-1]["end"])
+
+
+FILL = 20.0  # seconds: a window ends in its latest pause past this point, however short, rather than in an earlier
+#   longer one (in continuous speech the detector finds few pauses of SENTENCE_PAUSE: windows were 8-15 s long)
+GAP_KEPT = (0.6, 0.4)  # seconds of a silence left out of a window that are kept after the speech, and before it
+
+
+def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> _Window | None:
+    """The next window from `seek`, or None when nothing is left.
+
+    Where the voice activity detector found speech: from just before it, up to 30 s of it, across silences of
+    UNHEARD seconds or more that hold no sound (left out: see _Window), ending in a silence with a sound in it, else
+    in the latest pause FILL seconds or more into the window (a sentence's end, a pause of SENTENCE_PAUSE, if there
+    is one), else the latest such pause before (else the longest pause; else at 30 s, where whisper's own
+    timestamps decide what is decoded again).
     A stretch of UNHEARD seconds or more without detected speech is searched for sounds (SpeechMap.sounds): the
     detector misses whispers, and the first words after a silence. Without any, it is skipped. A sound that runs
     into the speech after it starts that speech's window; any other sound is a window of its own, tight around it,
-    with has_speech False, where whisper judges it under stricter rules.
-    start == content_frames when nothing is left.
+    not heard, where whisper judges it under stricter rules.
     """
     t, total = seek / FRAMES_PER_SECOND, content_frames / FRAMES_PER_SECOND
     onset = speech.next_speech(t)
     if (onset if onset is not None else total) - t >= UNHEARD:
         stretch_end = total if onset is None else onset - LEAD_IN
         sounds = speech.sounds(t, stretch_end)
-        if not sounds and onset is None:
-            return content_frames, content_frames, False
         if sounds:
             a, b = sounds[0]
             start = max(seek, _frame(a - LEAD_IN))
             if onset is None or onset - b >= SOUND_BRIDGE:
                 end = min(_frame(b + SOUND_TAIL), start + N_FRAMES, _frame(stretch_end), content_frames)
-                return start, max(end, start + 1), False
+                return _Window(((start, max(end, start + 1)),), heard=False)
             return _speech_window(speech, start, content_frames)
     if onset is None:
-        return content_frames, content_frames, False
+        return None
     return _speech_window(speech, max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND)), content_frames)
 
 
-def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> tuple[int, int, bool]:
-    """A window of detected speech from `start`: up to 30 s, ended in a pause (see _plan_window)."""
-    limit = min(start + N_FRAMES, content_frames)
-    start_t, limit_t = start / FRAMES_PER_SECOND, limit / FRAMES_PER_SECOND
-    pauses = [(a, b) for a, b in speech.pauses(start_t, limit_t) if a > start_t + 1.0]
-    unheard = [p for p in pauses if p[1] - p[0] >= UNHEARD]  # (gets its own window)
-    sentences = [p for p in pauses if p[1] - p[0] >= SENTENCE_PAUSE]
-    if unheard:
-        a, b = unheard[0]
-    elif limit == content_frames or not pauses:
-        return start, limit, True
-    else:
-        a, b = sentences[-1] if sentences else max(pauses, key=lambda p: p[1] - p[0])
-    end_t = min(a + min(PAUSE_TAIL, (b - a) / 2), limit_t)
-    return start, max(start + 1, min(int(round(end_t * FRAMES_PER_SECOND)), limit)), True
+def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Window:
+    """A window of detected speech from `start` (see _plan_window)."""
+    pieces: list[tuple[int, int]] = []
+    room = N_FRAMES  # frames the window still has
+    total = content_frames / FRAMES_PER_SECOND
+    while True:
+        limit = min(start + room, content_frames)
+        start_t, limit_t = start / FRAMES_PER_SECOND, limit / FRAMES_PER_SECOND
+        every = [(a, b) for a, b in speech.pauses(start_t, total) if start_t < a < limit_t]  # (whole)
+        pauses = [(a, b) for a, b in every if a > start_t + 1.0]  # (where the window may end)
+        resume, ends = None, None
+        for a, b in (p for p in every if p[1] - p[0] >= UNHEARD):
+            silent = not speech.sounds(a + GAP_KEPT[0], b - GAP_KEPT[1])
+            if b < total and silent and room - (_frame(a + GAP_KEPT[0]) - start) >= _frame(GAP_KEPT[1] + UNHEARD):
+                resume = _frame(b - GAP_KEPT[1])  # a silence: left out, and the window goes on after it
+                break
+            if a <= start_t + 1.0:
+                continue
+            if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
+                ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
+                break
+            # (a sound too close to the next speech for a window of its own: _plan_window would not look for it)
+        if resume is not None:
+            pieces.append((start, _frame(a + GAP_KEPT[0])))
+            room -= pieces[-1][1] - pieces[-1][0]
+            start = resume
+            continue
+        if ends is None:
+            if limit == content_frames:
+                return _Window((*pieces, (start, limit)))
+            sentences = [p for p in pauses if p[1] - p[0] >= SENTENCE_PAUSE]
+            used = (N_FRAMES - room) / FRAMES_PER_SECOND - start_t  # + a pause's start: seconds into the window
+            late = [p for p in pauses if used + p[0] >= FILL]
+            if late:  # the latest pause well into the window, a sentence's end if there is one
+                ends = ([p for p in late if p[1] - p[0] >= SENTENCE_PAUSE] or late)[-1]
+            elif pieces and not sentences:  # better the silence before this speech than a short pause in it
+                return _Window(tuple(pieces))
+            elif not pauses:
+                return _Window((*pieces, (start, limit)))
+            else:
+                ends = sentences[-1] if sentences else max(pauses, key=lambda p: p[1] - p[0])
+        a, b = ends
+        end_t = min(a + min(PAUSE_TAIL, (b - a) / 2), limit_t)
+        return _Window((*pieces, (start, max(start + 1, min(_frame(end_t), limit)))))
 
 
 def _no_speech_prob(model: OVWhisper, mel: torch.Tensor, options: DecodingOptions) -> float:

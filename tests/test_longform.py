@@ -15,7 +15,16 @@ from pipeline.check import check, parse_srt
 from pipeline.jobs import _transcribe
 from pipeline.media import SAMPLE_RATE, MediaInfo
 from pipeline.subtitles import to_srt
-from pipeline.transcribe import TranscribeOptions, _cut_loop, _Guard, _missed_speech, _plan_window, _snap
+from pipeline.transcribe import (
+    TranscribeOptions,
+    _cut_loop,
+    _Guard,
+    _missed_speech,
+    _off_the_seams,
+    _plan_window,
+    _snap,
+    _Window,
+)
 from pipeline.vad import SpeechMap, frame_levels, speech_map
 
 CLIPS = [
@@ -196,28 +205,81 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
 
 
 @pytest.mark.parametrize(
-    ("regions", "sounds", "seek", "expected"),
+    ("regions", "sounds", "seek", "pieces", "heard"),
     [
         # frames are 10 ms; audio is 100 s (10000 frames); sounds: where the levels stand out (whatever the detector
-        # made of them)
-        (((5.0, 8.0),), [], 0, (480, 900, True)),  # nothing before the speech: from 0.2 s before it
-        (((5.0, 8.0),), [(1.0, 2.0)], 0, (80, 230, False)),  # a sound alone: whisper judges it, tightly
-        (((5.0, 8.0),), [(3.0, 4.5)], 0, (280, 900, True)),  # a sound that runs into the speech starts it
-        (((1.5, 8.0),), [], 0, (130, 900, True)),  # speech soon: from 0.2 s before it to 1 s into the pause after it
-        (((1.5, 8.0), (60.0, 70.0)), [], 5900, (5980, 7100, True)),
-        (((0.0, 10.0), (10.4, 20.0), (21.0, 28.0), (28.2, 40.0)), [], 0, (0, 2050, True)),  # latest >= 0.5 s pause
-        (((0.0, 10.0), (10.3, 20.0), (20.2, 40.0)), [], 0, (0, 1015, True)),  # none: the longest, half of it kept
-        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [], 0, (0, 1100, True)),  # an unheard pause (>= 2 s) comes first
-        (((0.0, 45.0),), [], 0, (0, 3000, True)),  # 45 s without a pause: 30 s, whisper's timestamps go on from there
-        (((0.0, 45.0),), [], 2000, (2000, 4600, True)),  # speech ends in this window: 1 s into the pause after it
-        (((0.0, 10.0),), [], 1100, (10000, 10000, False)),  # no speech nor sound after the last speech: done
-        (((0.0, 10.0),), [(40.0, 45.0)], 1100, (3980, 4530, False)),  # a sound after it: judged alone
-        (((0.0, 10.0),), [(20.0, 70.0)], 1100, (1980, 4980, False)),  # a long one: 30 s at a time
-        (((0.0, 10.0),), [], 9900, (10000, 10000, False)),  # under 2 s left, no speech: done
+        # made of them). pieces: the stretches of the recording joined into one window
+        (((5.0, 8.0),), [], 0, ((480, 900),), True),  # nothing before the speech: from 0.2 s before it
+        (((5.0, 8.0),), [(1.0, 2.0)], 0, ((80, 230),), False),  # a sound alone: whisper judges it, tightly
+        (((5.0, 8.0),), [(3.0, 4.5)], 0, ((280, 900),), True),  # a sound that runs into the speech starts it
+        (((1.5, 8.0),), [], 0, ((130, 900),), True),  # speech soon: from 0.2 s before it to 1 s into the pause after
+        (((1.5, 8.0), (60.0, 70.0)), [], 5900, ((5980, 7100),), True),
+        (((0.0, 10.0), (10.4, 20.0), (21.0, 28.0), (28.2, 40.0)), [], 0, ((0, 2050),), True),  # latest >= 0.5 s pause
+        (((0.0, 10.0), (10.3, 20.0), (20.2, 40.0)), [], 0, ((0, 2010),), True),  # none: the latest past 20 s
+        (((0.0, 10.0), (10.3, 19.0), (19.2, 40.0)), [], 0, ((0, 1015),), True),  # none past 20 s: the longest
+        # a silence (>= 2 s, no sound): left out but for 0.6 s after the speech and 0.4 s before the next
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [], 0, ((0, 1060), (1260, 2030)), True),
+        (((0.0, 5.0), (40.0, 45.0), (80.0, 90.0)), [], 0, ((0, 560), (3960, 4560), (7960, 9100)), True),
+        (((0.0, 0.5), (5.0, 20.0)), [], 0, ((0, 110), (460, 2100)), True),  # (even right after the window's start)
+        # ... unless a sound is in it: the window ends there (the sound is judged next)
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [(11.5, 12.0)], 0, ((0, 1100),), True),
+        # ... a sound too close to the next speech for a window of its own (under 3 s of pause): an ordinary pause
+        (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 11.5)], 0, ((0, 2030),), True),
+        # ... or too little room is left for more speech; or the speech after it has no pause before 30 s
+        (((0.0, 28.0), (31.0, 40.0)), [], 0, ((0, 2900),), True),
+        (((0.0, 10.0), (13.0, 40.0)), [], 0, ((0, 1060),), True),
+        (((0.0, 45.0),), [], 0, ((0, 3000),), True),  # 45 s without a pause: 30 s, whisper's timestamps go on
+        (((0.0, 45.0),), [], 2000, ((2000, 4600),), True),  # speech ends in this window: 1 s into the pause after it
+        (((0.0, 10.0),), [(40.0, 45.0)], 1100, ((3980, 4530),), False),  # a sound after it: judged alone
+        (((0.0, 10.0),), [(20.0, 70.0)], 1100, ((1980, 4980),), False),  # a long one: 30 s at a time
     ],
 )
-def test_plan_window(regions, sounds, seek, expected):
-    assert _plan_window(SpeechMap(regions, 100.0, _levels(sounds)), seek, 10000) == expected
+def test_plan_window(regions, sounds, seek, pieces, heard):
+    assert _plan_window(SpeechMap(regions, 100.0, _levels(sounds)), seek, 10000) == _Window(pieces, heard)
+
+
+@pytest.mark.parametrize(
+    ("regions", "sounds", "seek"),
+    [
+        (((0.0, 10.0),), [], 1100),  # no speech nor sound after the last speech: done
+        (((0.0, 10.0),), [], 9900),  # under 2 s left, no speech: done
+    ],
+)
+def test_plan_window_at_the_end(regions, sounds, seek):
+    assert _plan_window(SpeechMap(regions, 100.0, _levels(sounds)), seek, 10000) is None
+
+
+@pytest.mark.parametrize(
+    ("pieces", "t", "end", "expected"),
+    [
+        # a window of 0-5 s and 10-15 s of the recording (whisper's times count from 0 s through the joined audio)
+        (((0, 500), (1000, 1500)), 2.0, False, 2.0),
+        (((0, 500), (1000, 1500)), 7.0, False, 12.0),
+        (((0, 500), (1000, 1500)), 5.0, False, 10.0),  # on the seam: a start is the later stretch's
+        (((0, 500), (1000, 1500)), 5.0, True, 5.0),  # ... an end the earlier one's
+        (((0, 500), (1000, 1500)), 11.0, True, 16.0),  # past the end
+        (((200, 700), (1000, 1500)), 1.5, False, 1.5),  # before the window: as it is
+        (((200, 700), (1000, 1500)), 8.0, False, 11.0),
+    ],
+)
+def test_window_time(pieces, t, end, expected):
+    assert _Window(pieces).time(t, end) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "frames", "expected"),
+    [(((0, 500), (1000, 1500)), 300, 300), (((0, 500), (1000, 1500)), 500, 500), (((0, 500), (1000, 1500)), 700, 1200)],
+)
+def test_window_frame_after(pieces, frames, expected):
+    assert _Window(pieces).frame_after(frames) == expected
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "expected"),
+    [(100, 1200, ((100, 500), (1000, 1200))), (600, 900, ((600, 900),)), (1100, 1300, ((1100, 1300),))],
+)
+def test_window_within(first, last, expected):
+    assert _Window(((0, 500), (1000, 1500))).within(first, last).pieces == expected
 
 
 @pytest.mark.parametrize(
@@ -288,3 +350,23 @@ def test_snap_to_speech(span, limit, expected):
 )
 def test_missed_speech(seek, next_seek, decoded_end, expected):
     assert _missed_speech(SPEECH, seek, next_seek, decoded_end) == expected
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        # a seam's silence from 10.0 to 12.0 s (what the window kept of a longer one): a segment's first words there
+        # belong to the speech after it
+        ([(10.3, 10.6), (12.5, 13.0)], [(12.0, 12.5), (12.5, 13.0)]),
+        ([(10.1, 10.3), (10.3, 10.6), (12.2, 12.6)], [(12.0, 12.1), (12.1, 12.2), (12.2, 12.6)]),
+        ([(10.3, 10.6)], [(12.0, 12.3)]),  # all of it
+        ([(9.5, 10.2), (12.5, 13.0)], [(9.5, 10.2), (12.5, 13.0)]),  # it starts before the seam: as it is
+        ([(13.0, 13.5)], [(13.0, 13.5)]),
+        ([(8.0, 9.0), (9.2, 12.5), (12.6, 13.0)], [(8.0, 9.0), (12.0, 12.5), (12.6, 13.0)]),  # a word spanning it
+    ],
+)
+def test_off_the_seams(words, expected):
+    seg = {"start": words[0][0], "end": words[-1][1], "words": [{"start": a, "end": b} for a, b in words]}
+    _off_the_seams(seg, [(10.0, 12.0)])
+    assert [(w["start"], w["end"]) for w in seg["words"]] == [pytest.approx(e) for e in expected]
+    assert (seg["start"], seg["end"]) == pytest.approx((expected[0][0], max(words[-1][1], expected[-1][1])))
