@@ -148,17 +148,27 @@ def _lines(words: Sequence[TimedWord], line_chars: int, cjk: bool, max_lines: in
     return _text(words[:cut], cjk) + "\n" + _lines(words[cut:], line_chars, cjk, max_lines - 1)
 
 
+EARLY = 0.15  # seconds a cue too fast to read may start before its speech (4 frames), when the silence allows it
+
+
 def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
     """Lengthen cues that are too short or too fast to read, into the silence after them but never closer than
-    `min_gap` to the next cue (which also trims a cue that would touch the next one)."""
-    out = []
+    `min_gap` to the next cue (which also trims a cue that would touch the next one); one still too fast starts up
+    to EARLY seconds sooner, into the silence before it."""
+    out: list[Cue] = []
     for i, cue in enumerate(cues):
         # 1 ms of margin both ways: subtitle files round times to whole milliseconds
         limit = cues[i + 1].start - rules.min_gap - 0.001 if i + 1 < len(cues) else float("inf")
         chars = len(cue.text.replace("\n", ""))  # as pipeline.check counts them
-        end = max(cue.end, cue.start + max(rules.min_duration, chars / rules.max_cps) + 0.001)  # readable
+        needed = max(rules.min_duration, chars / rules.max_cps) + 0.001  # readable
+        end = max(cue.end, cue.start + needed)
         end = min(end, max(cue.end, cue.start + rules.max_duration), limit)  # not too long, not into the gap
-        out.append(Cue(cue.start, end if end > cue.start else cue.end, cue.text, cue.words))
+        end = end if end > cue.start else cue.end
+        start = cue.start
+        if end - start < needed:
+            floor = out[-1].end + rules.min_gap + 0.001 if out else 0.0
+            start = min(start, max(end - needed, start - EARLY, floor))
+        out.append(Cue(start, end, cue.text, cue.words))
     return out
 
 

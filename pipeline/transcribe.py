@@ -562,7 +562,9 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
             if b < total and silent and room - (_frame(a + GAP_KEPT[0]) - start) >= _frame(GAP_KEPT[1] + UNHEARD):
                 resume = _frame(b - GAP_KEPT[1])  # a silence: left out, and the window goes on after it
                 break
-            if a <= start_t + 1.0:
+            if a <= start_t + 1.0:  # (no window ends in its first second)
+                if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
+                    return _Window(tuple(pieces))
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own

@@ -223,6 +223,8 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         (((0.0, 0.5), (5.0, 20.0)), [], 0, ((0, 110), (460, 2100)), True),  # (even right after the window's start)
         # ... unless a sound is in it: the window ends there (the sound is judged next)
         (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [(11.5, 12.0)], 0, ((0, 1100),), True),
+        # ... nor one that leads to a blip of speech in a sound (a whisper the detector hardly hears): the window ends
+        (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 17.0)], 0, ((0, 1060),), True),
         # ... a sound too close to the next speech for a window of its own (under 3 s of pause): an ordinary pause
         (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 11.5)], 0, ((0, 2030),), True),
         # ... or too little room is left for more speech; or the speech after it has no pause before 30 s

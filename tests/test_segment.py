@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.check import Cue as CheckedCue
 from pipeline.check import check
-from pipeline.segment import TimedWord, segment
+from pipeline.segment import Cue, CueRules, TimedWord, _retime, segment
 
 
 def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.05, pauses: dict | None = None,
@@ -124,3 +124,22 @@ def test_cues_end_when_speech_ends_and_keep_their_gap():
     a, b = segment(close)
     assert close[5].end > b.start - 2 / 24 and a.end == pytest.approx(b.start - 2 / 24 - 0.001)
     assert rule_breaks([a, b]) == []
+
+
+GAP = 2 / 24 + 0.001  # the gap kept before the next cue, and its millisecond of margin
+
+
+@pytest.mark.parametrize(
+    ("spans", "expected"),
+    [
+        # (start, end, characters) of each cue. 30 characters need 1.5 s at 20 per second
+        ([(1.0, 2.6, 30)], [(1.0, 2.6)]),  # readable as it is
+        ([(1.0, 2.0, 30)], [(1.0, 2.501)]),  # lengthened into the silence after it
+        ([(1.0, 2.0, 30), (2.1, 4.0, 10)], [(0.85, 2.1 - GAP), (2.1, 4.0)]),  # ... none: up to 0.15 s sooner
+        ([(0.0, 0.95, 5), (1.0, 2.0, 30), (2.1, 4.0, 10)], [(0.0, 1.0 - GAP), (1.0, 2.1 - GAP), (2.1, 4.0)]),  # no room
+        ([(1.0, 2.4, 30), (2.45, 4.0, 10)], [(2.45 - GAP - 1.501, 2.45 - GAP), (2.45, 4.0)]),  # as much as needed
+    ],
+)
+def test_retime(spans, expected):
+    cues = _retime([Cue(a, b, "x" * n) for a, b, n in spans], CueRules())
+    assert [(c.start, c.end) for c in cues] == [pytest.approx(e) for e in expected]
