@@ -290,11 +290,12 @@ class _Stream:
                 next_seek = window.frame_after(seek_advance)
                 if speech is not None and current:
                     # speech whisper skipped inside the window (often its first sentence) is decoded on its own
+                    again: list[dict] = []
                     for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
                         sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
                         _, found, _ = yield from self._window(window.within(sub_start, _frame(end)), prompt)
-                        current += found
-                    current.sort(key=lambda seg: seg["start"])
+                        again += found
+                    current = sorted(_split_around(current, again) + again, key=lambda seg: seg["start"])
                     for seg in current:
                         _snap_to_speech(seg, speech)
                     next_seek = _missed_speech(speech, seek, next_seek, max(seg["end"] for seg in current))
@@ -415,6 +416,7 @@ SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
 SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
+LONG_WORD = 1.5  # seconds: no spoken word is longer (a timed word covers at most this much in _uncovered)
 COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
 UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
 SOUND_TAIL = 0.3  # seconds kept after such a sound
@@ -609,15 +611,43 @@ def _frame(seconds: float) -> int:
 
 
 def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> list[tuple[float, float]]:
-    """Stretches of detected speech before the window's last decoded text that no decoded text covers, each with
-    at least MISSED_SPEECH seconds of speech (whisper sometimes starts a window with its second sentence)."""
-    spans = sorted((seg["start"] - COVER_SLACK, seg["end"] + COVER_SLACK) for seg in segments)
+    """Stretches of detected speech before the window's last decoded text that no decoded text covers (no word, where
+    words are timed), each with at least MISSED_SPEECH seconds of speech: whisper sometimes starts a window with its
+    second sentence, or skips a quiet sentence inside a segment that runs on with the louder one after it."""
+    # a timed word covers at most its last LONG_WORD seconds: where whisper skipped speech, its alignment stretches
+    # the next word back across what was skipped
+    covered = [(max(w["start"], w["end"] - LONG_WORD), w["end"]) for seg in segments for w in seg.get("words") or []]
+    covered += [(seg["start"], seg["end"]) for seg in segments if not seg.get("words")]
+    spans = sorted((a - COVER_SLACK, b + COVER_SLACK) for a, b in covered)
     gaps, t = [], window_start
     for a, b in spans:
         if a > t:
             gaps.append((t, a + COVER_SLACK))
         t = max(t, b)
     return [(a, b) for a, b in gaps if speech.speech_in(a, b) >= MISSED_SPEECH]
+
+
+def _split_around(segments: list[dict], found: list[dict]) -> list[dict]:
+    """Segments whose words run across speech decoded again on its own (`found`) split where it starts, so that
+    segments, and the words in them, stay in time order. The later part keeps no tokens (the earlier part keeps
+    them all, for the next window's prompt)."""
+    starts = [f["start"] for f in found]
+    out = []
+    for seg in segments:
+        parts: list[list[dict]] = [[]]
+        for w in seg.get("words") or []:
+            if parts[-1] and any(parts[-1][-1]["start"] < t <= w["start"] for t in starts):
+                parts.append([])
+            parts[-1].append(w)
+        if len(parts) == 1:
+            out.append(seg)
+            continue
+        for i, words in enumerate(parts):
+            text = "".join(w["word"] for w in words).strip()
+            tokens = seg["tokens"] if i == 0 else []
+            out.append({**seg, "start": words[0]["start"], "end": words[-1]["end"], "words": words, "text": text,
+                        "tokens": tokens})  # fmt: skip
+    return out
 
 
 def _missed_speech(speech: SpeechMap, seek: int, next_seek: int, decoded_end: float) -> int:

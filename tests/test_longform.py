@@ -23,6 +23,8 @@ from pipeline.transcribe import (
     _off_the_seams,
     _plan_window,
     _snap,
+    _split_around,
+    _uncovered,
     _Window,
 )
 from pipeline.vad import SpeechMap, frame_levels, speech_map
@@ -372,3 +374,39 @@ def test_off_the_seams(words, expected):
     _off_the_seams(seg, [(10.0, 12.0)])
     assert [(w["start"], w["end"]) for w in seg["words"]] == [pytest.approx(e) for e in expected]
     assert (seg["start"], seg["end"]) == pytest.approx((expected[0][0], max(words[-1][1], expected[-1][1])))
+
+
+def _seg(*words: tuple[str, float, float]) -> dict:
+    ws = [{"word": w, "start": a, "end": b} for w, a, b in words]
+    return {"start": ws[0]["start"], "end": ws[-1]["end"], "text": "".join(w for w, _, _ in words).strip(),
+            "tokens": [1, 2], "words": ws}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("regions", "segments", "expected"),
+    [
+        # detected speech from 2 to 8 s; 0.5 s of it, or more, that no word covers (0.3 s slack) is decoded again
+        (((2.0, 8.0),), [_seg((" a", 2.0, 2.5), (" b", 7.0, 8.0))], [(2.5 + 0.3, 7.0)]),  # a gap between words
+        (((2.0, 8.0),), [_seg((" a", 2.0, 5.0), (" b", 5.0, 8.0))], []),
+        (((2.0, 8.0),), [_seg((" a", 4.0, 8.0))], [(0.0, 4.0)]),  # before the first word
+        (((2.0, 3.0), (6.0, 8.0)), [_seg((" a", 2.0, 3.0), (" b", 6.0, 8.0))], []),  # a gap with no speech in it
+    ],
+)
+def test_uncovered(regions, segments, expected):
+    found = _uncovered(SpeechMap(regions, 100.0), 0.0, segments)
+    assert found == [pytest.approx(e) for e in expected]
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        ([3.0], [(" a", [1, 2]), (" b c", [])]),  # speech decoded again at 3 s, between a and b: split there
+        ([8.0], [(" a b c", [1, 2])]),  # elsewhere: as it was
+        ([], [(" a b c", [1, 2])]),
+    ],
+)
+def test_split_around(found, expected):
+    seg = _seg((" a", 1.0, 2.0), (" b", 5.0, 5.5), (" c", 5.5, 6.0))
+    parts = _split_around([seg], [{"start": t} for t in found])
+    assert [(" " + p["text"], p["tokens"]) for p in parts] == expected
+    assert [(p["start"], p["end"]) for p in parts] == [(p["words"][0]["start"], p["words"][-1]["end"]) for p in parts]
