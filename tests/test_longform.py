@@ -387,9 +387,11 @@ def _seg(*words: tuple[str, float, float]) -> dict:
     [
         # detected speech from 2 to 8 s; 0.5 s of it, or more, that no word covers (0.3 s slack) is decoded again
         (((2.0, 8.0),), [_seg((" a", 2.0, 2.5), (" b", 7.0, 8.0))], [(2.5 + 0.3, 7.0)]),  # a gap between words
-        (((2.0, 8.0),), [_seg((" a", 2.0, 5.0), (" b", 5.0, 8.0))], []),
-        (((2.0, 8.0),), [_seg((" a", 4.0, 8.0))], [(0.0, 4.0)]),  # before the first word
-        (((2.0, 3.0), (6.0, 8.0)), [_seg((" a", 2.0, 3.0), (" b", 6.0, 8.0))], []),  # a gap with no speech in it
+        (((2.0, 8.0),), [_seg(*((f" w{i}", 2.0 + i, 3.0 + i) for i in range(6)))], []),
+        (((2.0, 8.0),), [_seg(*((f" w{i}", 4.0 + i, 5.0 + i) for i in range(4)))], [(0.0, 4.0)]),  # before the first
+        (((2.0, 3.0), (6.0, 8.0)), [_seg((" a", 2.0, 3.0), (" b", 6.0, 7.0), (" c", 7.0, 8.0))], []),  # no speech
+        # a word stretched over 1.5 s covers only its last 1.5 s (the alignment stretched it across a skip)
+        (((2.0, 8.0),), [_seg((" a", 2.0, 2.5), (" b", 2.5, 8.0))], [(2.5 + 0.3, 6.5)]),
     ],
 )
 def test_uncovered(regions, segments, expected):
