@@ -54,6 +54,11 @@ def test_nothing_lost_utterance_by_utterance(seed, clips, alone, ov_model):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 11 is open: the batch loses the whispered utterance here that the sequential decode keeps (in a "
+    "batch every row's prompt is cut to the shortest row's, and with the shorter prompt whisper skips the whisper)",
+)
 def test_batched_decoding_keeps_every_utterance(clips, alone, ov_model):
     """Three parts decoded side by side: no utterance lost that the sequential decode keeps, no cue where nobody
     speaks."""
