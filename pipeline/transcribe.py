@@ -369,17 +369,18 @@ def _decode_batch(
 
     Windows the detector heard nothing in are asked about cheaply first (_no_speech_prob). The rest are decoded at
     temperature 0 as batches of up to options.batch_size, each row with its own prompt: whisper's DecodingTask
-    takes one prompt length for a batch, so every row's prompt is cut to the shortest one's last tokens (rows
-    without a prompt go in a batch of their own). A row that fails whisper's thresholds is decoded again alone at
+    takes one prompt length for a batch, so only windows whose prompts are equally long (at most whisper's 223
+    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's cost 1.4 points of WER on
+    a test recording, and lost a whisper that the longer prompt kept.) A row that fails whisper's thresholds is decoded again alone at
     the next temperatures (_decode_with_fallback), as whisper.transcribe would."""
     results: list[DecodingResult | None] = [None] * len(requests)
     asked = [i for i, r in enumerate(requests) if r.heard or _no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
-    prompted = [i for i in asked if requests[i].options.prompt]
-    for group in (prompted, [i for i in asked if not requests[i].options.prompt]):
+    lengths = {i: min(n_ctx, len(requests[i].options.prompt or ())) for i in asked}
+    for length in sorted(set(lengths.values()), reverse=True):
+        group = [i for i in asked if lengths[i] == length]
         for b in range(0, len(group), options.batch_size):
             rows = group[b : b + options.batch_size]
-            length = min(n_ctx, *(len(requests[i].options.prompt) for i in rows)) if rows[0] in prompted else 0
             prompts = [list(requests[i].options.prompt or [])[-length:] if length else [] for i in rows]
             mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
             first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)

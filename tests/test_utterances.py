@@ -54,11 +54,6 @@ def test_nothing_lost_utterance_by_utterance(seed, clips, alone, ov_model):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11 is open: the batch loses the whispered utterance here that the sequential decode keeps (in a "
-    "batch every row's prompt is cut to the shortest row's, and with the shorter prompt whisper skips the whisper)",
-)
 def test_batched_decoding_keeps_every_utterance(clips, alone, ov_model):
     """Three parts decoded side by side: no utterance lost that the sequential decode keeps, no cue where nobody
     speaks."""
@@ -72,9 +67,6 @@ def test_batched_decoding_keeps_every_utterance(clips, alone, ov_model):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True, reason="issue 11 is open: batches still cost more than half a point of WER on this seed"
-)
 def test_batched_decoding_costs_at_most_half_a_point_of_wer(clips, ov_model):
     comp = generate(clips, 4)
     sequential = subtitle(comp.audio, ov_model, ENGLISH)
