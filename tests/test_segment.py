@@ -143,3 +143,28 @@ GAP = 2 / 24 + 0.001  # the gap kept before the next cue, and its millisecond of
 def test_retime(spans, expected):
     cues = _retime([Cue(a, b, "x" * n) for a, b, n in spans], CueRules())
     assert [(c.start, c.end) for c in cues] == [pytest.approx(e) for e in expected]
+
+
+COMPLAINT = "He began a confused complaint against the wizard who had vanished behind the curtain on the left."
+
+
+@pytest.mark.parametrize(
+    ("per_word", "expected", "breaks"),
+    [
+        # read at 0.25 s a word: the longest first cue that fits would be read at 21+ characters a second, and the
+        # short second one has time to spare; the cut moves so that both can be read
+        (0.25, ["He began a confused", "complaint against the wizard who had\nvanished behind the curtain on the left."],
+         []),
+        # slow enough: the cut stays where the line rules put it
+        (0.28, ["He began a confused complaint against\nthe wizard who had vanished behind the", "curtain on the left."],
+         []),
+        # too fast for any cut (7 words a second): the cut that leaves the fewest characters unread in time, and the
+        # checker still says so
+        (0.12, ["He began a confused complaint against the", "wizard who had vanished behind\nthe curtain on the left."],
+         ["reading speed"]),
+    ],
+)  # fmt: skip
+def test_the_cut_moves_so_that_both_cues_can_be_read(per_word, expected, breaks):
+    cues = segment(words(COMPLAINT, per_word=per_word, gap=0.03))
+    assert texts(cues) == expected
+    assert rule_breaks(cues) == breaks
