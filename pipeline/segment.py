@@ -116,9 +116,8 @@ def _fits(words: Sequence[TimedWord], rules: CueRules, line_chars: int, cjk: boo
 
 def _rebalance(groups: list[list[TimedWord]], rules: CueRules, line_chars: int, cjk: bool) -> list[list[TimedWord]]:
     """Move the cut between two cues of one stretch of speech (under PAUSE apart) when one of them is too fast to
-    read and another cut makes both readable, or less fast, and neither shorter than min_duration: "He began a confused complaint against / the wizard who
-    had vanished behind the" + "curtain on the left." reads better cut after "wizard". A cue may take the time up to
-    the next cue's start (less min_gap), and at most max_duration."""
+    read and another cut makes both readable, or less fast, and neither shorter than min_duration. A cue may take
+    the time up to the next cue's start (less min_gap), and at most max_duration."""
 
     def overshoot(words: list[TimedWord], until: float) -> float:
         shown = max(min(until - rules.min_gap, words[0].start + rules.max_duration) - words[0].start, 0.0)

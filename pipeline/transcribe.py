@@ -370,9 +370,9 @@ def _decode_batch(
     Windows the detector heard nothing in are asked about cheaply first (_no_speech_prob). The rest are decoded at
     temperature 0 as batches of up to options.batch_size, each row with its own prompt: whisper's DecodingTask
     takes one prompt length for a batch, so only windows whose prompts are equally long (at most whisper's 223
-    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's cost 1.4 points of WER on
-    a test recording, and lost a whisper that the longer prompt kept.) A row that fails whisper's thresholds is decoded again alone at
-    the next temperatures (_decode_with_fallback), as whisper.transcribe would."""
+    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's cost 1.4 points of WER
+    on a test recording, and lost a whisper that the longer prompt kept.) A row that fails whisper's thresholds is
+    decoded again alone at the next temperatures (_decode_with_fallback), as whisper.transcribe would."""
     results: list[DecodingResult | None] = [None] * len(requests)
     asked = [i for i, r in enumerate(requests) if r.heard or _no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
