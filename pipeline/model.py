@@ -126,9 +126,11 @@ class OVWhisper:
     def encoder(self, mel: torch.Tensor) -> torch.Tensor:
         """mel (B, n_mels, 3000) -> cross-attention keys/values of all decoder layers.
 
-        whisper.decoding calls this "audio features" and only passes it on to `Inference.logits`. The IR's
-        (B, L, 2, heads, 1500, hs) output is reshaped (no copy) to (B, 2L, 1500, d) because whisper's
-        detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state).
+        whisper.decoding calls this "audio features" and only passes it on to `Inference.logits`. Each window's
+        keys or values of one layer, (heads, 1500, hs) in the IR's output, are seen as (1500, d), because whisper's
+        detect_language re-encodes any input whose last two dims are not (n_audio_ctx, n_audio_state). The result
+        is (B, 2L, 1500, d), but laid out layer by layer, (2L, B, 1500, d) in memory: one layer's keys (or values)
+        for all the windows are then one block that the decoder binds without a copy (_layer_kv).
         """
         # word timestamps (and fallback decodes) encode the windows the last decode() just encoded: that batch, or
         # one row of it, is found here by its memory
@@ -141,14 +143,13 @@ class OVWhisper:
                         return result
                     if i > 0 and mel.shape[0] == 1:
                         return result[i - 1 : i]
-        req = self._encoder_request()
-        rows = []
-        for row in mel.numpy():  # one window at a time: the encoder is compute-bound, so a batch gains nothing, and
-            req.infer({0: row[None]})  # its activations grow with it (4 windows at once: 0.3-0.5 GB more peak RSS)
-            rows.append(req.get_tensor("cross_kv").data.copy())
-        cross_kv = rows[0] if len(rows) == 1 else np.concatenate(rows)
-        b = cross_kv.shape[0]
-        result = torch.from_numpy(cross_kv.reshape(b, -1, self.dims.n_audio_ctx, self.dims.n_text_state))
+            self._requests.last = None  # (its memory is free before the new output takes as much again)
+        req, dims = self._encoder_request(), self.dims
+        store = np.empty((2 * dims.n_text_layer, mel.shape[0], dims.n_audio_ctx, dims.n_text_state), np.float32)
+        for i, row in enumerate(mel.numpy()):  # one window at a time: the encoder is compute-bound, so a batch gains
+            req.infer({0: row[None]})  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
+            store[:, i] = req.get_tensor("cross_kv").data.reshape(store.shape[0], *store.shape[2:])
+        result = torch.from_numpy(store).transpose(0, 1)
         self._requests.last = (mel, result)  # holding `mel` keeps its memory from being reused for another window
         return result
 
@@ -179,15 +180,11 @@ class OVWhisper:
         The alignment heads' cross-attention scores go to the hooks find_alignment registers on
         `decoder.blocks[i].cross_attn` (as PyTorch forward hooks would see them), so whisper's own dynamic time
         warping and word-timing rules run unchanged on our IR."""
-        cross_kv = self.encoder(mel)  # (B, 2L, 1500, d) view of (B, L, 2, nh, 1500, hs)
-        dims = self.dims
-        heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
-        kv = cross_kv.numpy().reshape(-1, dims.n_text_layer, 2, heads, dims.n_audio_ctx, hs)
+        cross_kv, dims = self.encoder(mel), self.dims
+        heads = dims.n_text_head
         req = self.aligner.create_infer_request()
         req.set_tensor("tokens", ov.Tensor(np.ascontiguousarray(tokens.numpy(), dtype=np.int64)))
-        for i in range(dims.n_text_layer):
-            for j, name in enumerate("kv"):
-                req.set_tensor(f"cross_{name}_{i}", ov.Tensor(np.ascontiguousarray(kv[:, i, j])))
+        _bind_cross_kv(req, cross_kv, dims)
         req.infer()
         scores = torch.from_numpy(req.get_tensor("alignment_qk").data.copy())  # (B, A, T, S)
         for layer, block in enumerate(self.decoder.blocks):
@@ -206,13 +203,33 @@ class OVWhisper:
         row_prompts: list[list[int]] | None = None,
     ) -> DecodingResult | list[DecodingResult]:
         """whisper.decode, run on OpenVINO: one 30-second window (or a batch of them). row_prompts: for a batch, each
-        window's own prompt tokens, all as long as options.prompt (whisper's decode gives every row that one)."""
+        window's own prompt tokens, all as long as options.prompt (whisper's decode gives every row that one).
+
+        The results' audio_features are left empty. Each was a view of the whole batch's encoder output (37 MB a
+        window for base, 0.5 GB for large-v3), and a result lives as long as its window's segments: with 4 parts
+        of an hour decoded side by side, results held 1.2 GB of old encoder outputs. Word timing finds the encoder
+        output it needs by the window's mel instead (encoder)."""
         single = mel.ndim == 2
         if single:
             mel = mel.unsqueeze(0)
         with torch.no_grad():
-            result = OVDecodingTask(self, options, row_prompts).run(mel)
-        return result[0] if single else result
+            results = OVDecodingTask(self, options, row_prompts).run(mel)
+        results = [replace(result, audio_features=_NO_FEATURES) for result in results]
+        return results[0] if single else results
+
+
+_NO_FEATURES = torch.empty(0)  # DecodingResult.audio_features as decode() returns it
+
+
+def _bind_cross_kv(request: ov.InferRequest, cross_kv: torch.Tensor, dims: ModelDimensions) -> None:
+    """Set a decoder IR's cross_k_i/cross_v_i inputs, (B, heads, 1500, hs), from the encoder's output (B, 2L, 1500,
+    d). The arrays are shared with the request, not copied: as OVWhisper.encoder lays them out, one layer's keys of
+    all the windows (or of one row) are one block of memory already."""
+    heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
+    for i in range(dims.n_text_layer):
+        for j, name in enumerate("kv"):
+            block = np.ascontiguousarray(cross_kv[:, 2 * i + j].numpy()).reshape(-1, heads, dims.n_audio_ctx, hs)
+            request.set_tensor(f"cross_{name}_{i}", ov.Tensor(block, shared_memory=True))
 
 
 class _CompiledDecoder:
@@ -325,6 +342,11 @@ class OVInference(Inference):
 
     The first call runs the whole prompt; later calls run only the newest token. The cross-attention keys/values,
     computed by the encoder once per window, are bound once; `beam_idx` reorders the cache for beam search.
+
+    whisper repeats each window's initial tokens for every beam (or best-of sample), so the first call runs them
+    once per window, and the next call's `beam_idx` copies each window's cache to its beams (optimum-intel's
+    `_deduplicate_inputs` does the same). With a 226-token prompt and 5 beams, the first call's cross-attention
+    scores alone took 0.2 GB per window, and its compute was 5 times what it needs to be.
     """
 
     def __init__(self, model: OVWhisper, initial_token_length: int, sot_index: int = 0):
@@ -335,6 +357,7 @@ class OVInference(Inference):
         self.n_layer = model.dims.n_text_layer
         self._started = False
         self._beam_idx: np.ndarray | None = None
+        self._expand: np.ndarray | None = None  # after the first call: each row's window (the cache has one row each)
 
     def logits(self, tokens: torch.Tensor, cross_kv: torch.Tensor) -> torch.Tensor:
         """(B, T, vocab) logits, as whisper expects; after the first step T is 1.
@@ -344,40 +367,47 @@ class OVInference(Inference):
         """
         req, n_batch = self.request, tokens.shape[0]
         if not self._started:
-            dims = self.model.dims
-            heads, hs = dims.n_text_head, dims.n_text_state // dims.n_text_head
-            kv = cross_kv.numpy().reshape(-1, self.n_layer, 2, heads, dims.n_audio_ctx, hs)
             # whisper repeats the tokens, not the audio, for beam search / best-of: the IR folds each window's
             # beams into one read of its keys/values (convert/export.py _cross_attention)
-            for i in range(self.n_layer):
-                for j, name in enumerate("kv"):
-                    req.set_tensor(f"cross_{name}_{i}", ov.Tensor(np.ascontiguousarray(kv[:, i, j])))
+            _bind_cross_kv(req, cross_kv, self.model.dims)
             req.reset_state()
             self._started = True
+            windows = cross_kv.shape[0]
+            if n_batch > windows:  # each window's rows are equal now (whisper's repeat_interleave): run one of them
+                tokens = tokens[:: n_batch // windows]
+                self._expand = np.repeat(np.arange(windows, dtype=np.int32), n_batch // windows)
+            beam_idx = np.arange(len(tokens), dtype=np.int32)
         else:
             tokens = tokens[:, -1:]  # only the newest token after the first forward pass
-        beam_idx = self._beam_idx if self._beam_idx is not None else np.arange(n_batch, dtype=np.int32)
-        self._beam_idx = None
+            beam_idx = self._beam_idx if self._beam_idx is not None else self._expand
+            if beam_idx is None:
+                beam_idx = np.arange(n_batch, dtype=np.int32)
+            self._beam_idx = self._expand = None
         req.set_tensor("tokens", ov.Tensor(np.ascontiguousarray(tokens.numpy(), dtype=np.int64)))
         positions = sorted({self.sot_index, tokens.shape[-1] - 1}) if tokens.shape[-1] > 1 else [0]
         req.set_tensor("beam_idx", ov.Tensor(beam_idx))
         req.set_tensor("logit_pos", ov.Tensor(np.asarray(positions, dtype=np.int64)))
         req.infer()
-        computed = torch.from_numpy(req.get_tensor("logits").data)  # (B, len(positions), vocab)
+        computed = torch.from_numpy(req.get_tensor("logits").data)  # (rows run, len(positions), vocab)
         if tokens.shape[-1] == 1:
             return computed.clone()
+        if len(tokens) < n_batch:
+            computed = computed.repeat_interleave(n_batch // len(tokens), dim=0)
         logits = torch.empty(n_batch, tokens.shape[-1], computed.shape[-1])  # untouched pages cost nothing
         logits[:, positions] = computed
         return logits
 
     def rearrange_kv_cache(self, source_indices) -> None:
-        if list(source_indices) != list(range(len(source_indices))):
-            self._beam_idx = np.asarray(source_indices, dtype=np.int32)
+        source = np.asarray(source_indices, dtype=np.int32)
+        if self._expand is not None:  # the cache still has one row per window
+            self._beam_idx = self._expand[source]
+        elif (source != np.arange(len(source))).any():
+            self._beam_idx = source
 
     def cleanup_caching(self) -> None:
         self.request.reset_state()  # the cache's memory is kept for the next window
         self._started = False
-        self._beam_idx = None
+        self._beam_idx = self._expand = None
 
 
 def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
