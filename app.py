@@ -13,7 +13,6 @@ import argparse
 import ipaddress
 import logging
 import os
-import queue
 import re
 import shutil
 import tempfile
@@ -27,9 +26,22 @@ import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
-from pipeline.jobs import JobOptions, JobResult, Progress, Source, run_job, write_outputs
-from pipeline.media import Limits, hms
-from pipeline.model import ModelCache, resolve_precision
+from pipeline.errors import OptionError
+from pipeline.jobs import (
+    CueDecoded,
+    FileFailed,
+    JobResult,
+    JobSpec,
+    Policy,
+    Progress,
+    Source,
+    SourceFound,
+    run_job,
+    write_outputs,
+    zip_outputs,
+)
+from pipeline.media import Limits, hms, probe
+from pipeline.model import ModelCache, ModelOptions, resolve_precision
 from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
 from pipeline.subtitles import format_timestamp
@@ -52,10 +64,6 @@ PRECISION_CHOICES = [
 LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
-class Cancelled(Exception):
-    """The person left or the request was cancelled: stop the worker at its next progress report."""
-
-
 @dataclass(frozen=True)
 class ServerOptions:
     limits: Limits = Limits()
@@ -70,6 +78,7 @@ class SubtitleApp:
         self.models = models
         self.model_choices = model_choices
         self.options = options
+        self.policy = Policy(options.limits, options.allow_private_urls, tuple(spec for _, spec in model_choices))
         for stale in options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
             try:
                 if time.time() - stale.stat().st_mtime > 3600:
@@ -105,116 +114,89 @@ class SubtitleApp:
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
+        form = dict(locals())
+        del form["self"], form["progress"]
+        yield "", "", _table([], False), None, None  # a new job starts from a clean page: no old results beside it
         try:
-            inputs = [*(Path(f) for f in files or []), *([url.strip()] if url and url.strip() else [])]
-            if burn_in not in {value for _, value in BURN_CHOICES}:
-                raise SubtitleError(f"Unknown burn-in choice {burn_in!r}: use none, preview or full")
-            if model not in {spec for _, spec in self.model_choices}:
-                raise SubtitleError(f"Unknown model {model!r}: choose one of the list")
-            options = JobOptions(
-                model=model,
-                precision=precision,
-                transcribe=TranscribeOptions(
-                    language=None if language == "auto" else language,
-                    task=task,
-                    beam_size=None if int(beam_size) <= 1 else int(beam_size),
-                    initial_prompt=(initial_prompt or "").strip() or None,
-                    condition_on_previous_text=bool(condition_on_previous_text),
-                    vad=bool(vad),
-                    batch_size=int(batch_size),
-                ),
-                formats=tuple(formats or ("srt",)),
-                limits=self.options.limits,
-                allow_private_urls=self.options.allow_private_urls,
-                burn=None
-                if burn_in == "none"
-                else BurnOptions(
-                    Style(
-                        float(font_size) / 100,
-                        position,
-                        _hex(text_colour),
-                        _hex(outline_colour),
-                        bool(box),
-                        float(margin) / 100 if margin else None,
-                    ),
-                    preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
-                ),
-                soft=bool(soft),
-                rules=CueRules(max_line_chars=int(max_line_chars), max_cps=float(max_cps)) if cue_rules else None,
-            )
-            yield from self._run(inputs, options, progress)
+            spec = form_to_spec(**form)
+            yield from self._run(spec, progress)
         except SubtitleError as e:
+            # the reason stays in the status line (the pop-up goes after a few seconds)
+            yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
             raise gr.Error(str(e), print_exception=False) from None
 
-    def _run(self, inputs: list[Path | str], options: JobOptions, progress: gr.Progress) -> Iterator[tuple]:
+    def describe(self, files: list[str] | None) -> str:
+        """The media line for files as they are uploaded: title and duration, before any job."""
+        sources = []
+        for name in files or []:
+            try:
+                sources.append(Source(Path(name).name, Path(name).name, Path(name), probe(Path(name))))
+            except SubtitleError as e:
+                return f"**Error:** {_escape(str(e))}"
+        return _about(sources)
+
+    def _run(self, spec: JobSpec, progress: gr.Progress) -> Iterator[tuple]:
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
         job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.options.jobs_dir))
-        events: queue.Queue = queue.Queue()
-        cancelled = threading.Event()
-
-        def send(event) -> None:
-            if cancelled.is_set():
-                raise Cancelled
-            events.put(event)
-
-        def work() -> None:
-            try:
-                result = run_job(
-                    inputs, job_dir, self.models, options, send, lambda i, s: send(s), lambda i, seg: send((i, seg))
-                )
-            except BaseException as e:  # handed to the page's thread, which raises it there
-                shutil.rmtree(job_dir, ignore_errors=True)  # a failed or cancelled job leaves nothing
-                events.put(e)
-                return
-            # Gradio reads the last yield's files again after the generator returns, then serves its own copies
-            timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
-            timer.daemon = True
-            timer.start()
-            events.put(result)
-
-        threading.Thread(target=work, name="subtitle-job", daemon=True).start()
-        sources: list[Source] = []
+        several = len(spec.inputs) > 1
+        sources: dict[int, Source] = {}
         rows: list[list[str]] = []
-        last, unseen = 0.0, False
+        last, unseen, finished = 0.0, False, False
         started = time.monotonic()
-        shown = Progress(0.0, "Starting")
+        log.info("job %s: %d input(s), model %s", job_dir.name, len(spec.inputs), spec.model.model)
+        events = run_job(spec, job_dir, self.models, self.policy, heartbeat=HEARTBEAT)
         try:
-            progress(shown.fraction, desc=shown.message)
-            while True:
-                try:
-                    event = events.get(timeout=HEARTBEAT)
-                except queue.Empty:
-                    # Hand control back to Gradio now and then: a page that is closed or cancelled can only stop
-                    # this generator while it is paused at a yield.
-                    yield (gr.skip(),) * 5
-                    progress(shown.fraction, desc=shown.message)  # after a yield the page shows the bar again
-                    continue
+            progress(0.0, desc="Starting")
+            for event in events:
                 if isinstance(event, Progress):
-                    shown = event
                     progress(event.fraction, desc=event.message)  # None: an indeterminate bar
-                elif isinstance(event, Source):
-                    sources.append(event)
+                    if unseen:  # the next stage began: the burst of cues before it is complete
+                        unseen, last = False, time.monotonic()
+                        yield _about(list(sources.values())), "", _table(rows, several), gr.skip(), gr.skip()
+                        progress(event.fraction, desc=event.message)  # after a yield the page shows the bar again
+                    elif time.monotonic() - last >= HEARTBEAT:  # a closed page can stop this generator only at a yield
+                        last = time.monotonic()
+                        yield (gr.skip(),) * 5
+                        progress(event.fraction, desc=event.message)
+                    continue
+                if isinstance(event, SourceFound):
+                    sources[event.index] = event.source
                     unseen = True
-                elif isinstance(event, tuple):
-                    i, segment = event
-                    name = [sources[i].title] if len(inputs) > 1 else []
-                    rows.append([*name, _time(segment.start), _time(segment.end), segment.text.strip()])
+                elif isinstance(event, CueDecoded):
+                    name = [sources[event.index].title] if several else []
+                    rows.append(
+                        [*name, _time(event.segment.start), _time(event.segment.end), event.segment.text.strip()]
+                    )
                     unseen = True
+                elif isinstance(event, FileFailed):
+                    log.info("job %s: %s failed: %s", job_dir.name, event.name, event.message)
                 elif isinstance(event, JobResult):
-                    yield self._final(event, job_dir, len(inputs) > 1, time.monotonic() - started)
+                    took = time.monotonic() - started
+                    if not event.files:
+                        raise SubtitleError(event.failed[0].message)
+                    log.info("job %s: done in %.1f s (%d failed)", job_dir.name, took, len(event.failed))
+                    final = self._final(event, job_dir, several, took)
+                    # Gradio reads the last yield's files again after the generator returns, then serves its copies
+                    timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
+                    timer.daemon = True
+                    timer.start()
+                    finished = True
+                    yield final
                     return
-                elif isinstance(event, SubtitleError):
-                    raise event
-                elif isinstance(event, BaseException):
-                    log.error("job failed", exc_info=event)
-                    raise SubtitleError("Something went wrong on the server; it is in the server's log. Try again")
                 # cues come in bursts (a 30-second window at a time): show a burst at once, not cue by cue
-                if unseen and (events.empty() or time.monotonic() - last >= UPDATE_EVERY):
+                if unseen and time.monotonic() - last >= UPDATE_EVERY:
                     unseen, last = False, time.monotonic()
-                    yield _about(sources), "", _table(rows, len(inputs) > 1), gr.skip(), gr.skip()
-                    progress(shown.fraction, desc=shown.message)
+                    yield _about(list(sources.values())), "", _table(rows, several), gr.skip(), gr.skip()
+        except SubtitleError:
+            log.info("job %s: failed", job_dir.name)
+            raise
+        except Exception as e:
+            log.error("job %s failed", job_dir.name, exc_info=e)
+            raise SubtitleError("Something went wrong on the server; it is in the server's log. Try again") from None
         finally:
-            cancelled.set()  # a job still running stops at its next progress report and removes its folder
+            events.close()  # a job still running stops at its next event
+            if not finished:
+                shutil.rmtree(job_dir, ignore_errors=True)  # a failed or cancelled job leaves nothing
 
     def _final(self, result: JobResult, job_dir: Path, several: bool, took: float) -> tuple:
         first = result.files[0]
@@ -227,12 +209,75 @@ class SubtitleApp:
             preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."
+        if result.failed:
+            status += " Failed: " + "; ".join(f.message for f in result.failed)
         rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding
             [*([f.source.title] if several else []), _time(c.start), _time(c.end), c.text.replace("\n", " / ")]
             for f in result.files
             for c in f.result.segments
         ]
-        return about, status, _table(rows, several), preview, [str(p) for p in result.downloads]
+        outputs = [p for f in result.files for p in f.outputs]
+        downloads = outputs if len(result.files) == 1 and not several else [zip_outputs(outputs, job_dir)]
+        return about, status, _table(rows, several), preview, [str(p) for p in downloads]
+
+
+def form_to_spec(
+    files: list[str] | None = None,
+    url: str | None = None,
+    model: str = DEFAULT_MODEL,
+    language: str = "auto",
+    task: str = "transcribe",
+    formats: list[str] | None = None,
+    beam_size: int = 5,
+    initial_prompt: str | None = None,
+    condition_on_previous_text: bool = True,
+    burn_in: str = "none",
+    font_size: float = 5.5,
+    position: str = "bottom",
+    text_colour: str = "#FFFFFF",
+    outline_colour: str = "#000000",
+    box: bool = False,
+    margin: float = 0.0,
+    soft: bool = False,
+    cue_rules: bool = True,
+    max_line_chars: int = 42,
+    max_cps: float = 20.0,
+    vad: bool = True,
+    precision: str = "auto",
+    batch_size: int = TranscribeOptions.batch_size,
+) -> JobSpec:
+    """The JobSpec the page's form asks for (pure: no Gradio). Sizes and margins are in % on the page."""
+    if burn_in not in {value for _, value in BURN_CHOICES}:
+        raise OptionError("burn", f"Unknown burn-in choice {burn_in!r}: use none, preview or full")
+    return JobSpec(
+        inputs=(*(Path(f) for f in files or []), *([url.strip()] if url and url.strip() else [])),
+        model=ModelOptions(model, precision),
+        transcribe=TranscribeOptions(
+            language=language,
+            task=task,
+            beam_size=int(beam_size),
+            initial_prompt=(initial_prompt or "").strip() or None,
+            condition_on_previous_text=bool(condition_on_previous_text),
+            vad=bool(vad),
+            batch_size=int(batch_size),
+        ),
+        rules=CueRules(max_line_chars=int(max_line_chars), max_cps=float(max_cps)) if cue_rules else None,
+        formats=tuple(formats or ("srt",)),
+        burn=None
+        if burn_in == "none"
+        else BurnOptions(
+            Style(
+                float(font_size) / 100,
+                position,
+                _hex(text_colour),
+                _hex(outline_colour),
+                bool(box),
+                float(margin) / 100 if margin else None,
+            ),
+            preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
+        ),
+        soft=bool(soft),
+    )
 
 
 def _about(sources: list[Source], languages: list[str] = ()) -> str:
@@ -283,7 +328,12 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     elem_id="url",
                 )
                 with gr.Row():
-                    model = gr.Dropdown(choices, value=choices[0][1], label="Model")
+                    model = gr.Dropdown(
+                        choices,
+                        value=choices[0][1],
+                        label="Model",
+                        info="More: start the app with --model small (a name, a .pt file or a faster-whisper folder)",
+                    )
                     language = gr.Dropdown(LANGUAGE_CHOICES, value="auto", label="Spoken language")
                 with gr.Row():
                     task = gr.Radio(TASK_CHOICES, value="transcribe", label="Task")
@@ -317,7 +367,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                         box = gr.Checkbox(False, label="Box behind the text")
                     margin = gr.Slider(0, 30, value=0, step=1, label="Margin (% of the height; 0 = automatic)")
                     soft = gr.Checkbox(False, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)")
-                button = gr.Button("Generate subtitles", variant="primary", elem_id="generate")
+                with gr.Row():
+                    button = gr.Button("Generate subtitles", variant="primary", elem_id="generate", scale=3)
+                    cancel = gr.Button("Cancel", elem_id="cancel", scale=1)
                 status = gr.Markdown(min_height=70, elem_id="status")  # the progress bar shows here
             with gr.Column(scale=1):
                 about = gr.Markdown(label="Media", min_height=60, elem_id="about")
@@ -331,7 +383,8 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             column_widths=["12%", "12%"],
             elem_id="cues",
         )
-        button.click(
+        files.upload(app.describe, files, about, show_progress="hidden")
+        job = button.click(
             app.subtitle,
             [
                 files,
@@ -362,6 +415,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             api_name="subtitle",
             show_progress_on=[status],
         )
+        cancel.click(None, None, None, cancels=[job])  # the job stops at its next event and removes its folder
     return demo
 
 

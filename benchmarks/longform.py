@@ -60,14 +60,12 @@ def run_ours_per_clip(comp: Composition) -> str:
 def run_ours_cues(comp: Composition, vad: bool) -> tuple[str, str]:
     """The CLI's path (word timing and cue rules); returns (text, cue statistics)."""
     from pipeline.check import check, parse_srt
-    from pipeline.jobs import _transcribe
-    from pipeline.media import MediaInfo
+    from pipeline.jobs import subtitle_audio
     from pipeline.model import load_model
     from pipeline.subtitles import to_srt
     from pipeline.transcribe import TranscribeOptions
 
-    media = MediaInfo(comp.audio.size / SAMPLE_RATE, True, False)
-    result = _transcribe(comp.audio, media, load_model(), TranscribeOptions(language="en", vad=vad), None, None)
+    result = subtitle_audio(comp.audio, load_model(), TranscribeOptions(language="en", vad=vad))
     cues = parse_srt(to_srt(result.segments))
     broken = len({p.cue.index for p in check(cues)})
     errors = np.abs(onset_errors([c.start for c in result.segments], comp.onsets))

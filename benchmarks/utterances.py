@@ -34,8 +34,8 @@ from benchmarks.composition import compose, cues_in, duplicated, generate, load_
 from benchmarks.speed import READ_SPEECH  # noqa: E402
 from pipeline.check import check, parse_srt  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.jobs import _transcribe  # noqa: E402
-from pipeline.media import SAMPLE_RATE, MediaInfo  # noqa: E402
+from pipeline.jobs import subtitle_audio  # noqa: E402
+from pipeline.media import SAMPLE_RATE  # noqa: E402
 from pipeline.model import ModelOptions, load_model  # noqa: E402
 from pipeline.subtitles import to_srt  # noqa: E402
 from pipeline.transcribe import TranscribeOptions  # noqa: E402
@@ -123,8 +123,7 @@ def main() -> None:
 
 def subtitle(audio: np.ndarray, model, options: TranscribeOptions) -> list:
     """The cues the subtitle path writes for this audio."""
-    media = MediaInfo(audio.size / SAMPLE_RATE, True, False)
-    return _transcribe(audio, media, model, options, None, None).segments
+    return subtitle_audio(audio, model, options).segments
 
 
 if __name__ == "__main__":

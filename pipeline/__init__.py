@@ -2,8 +2,12 @@
 
 from pipeline import load_model, subtitle_file
 model = load_model()
-result = subtitle_file("talk.mp4", model)     # SubtitleResult: segments, info
+result = subtitle_file("talk.mp4", model)     # SubtitleResult: cues, info
 segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
+for event in run_job(JobSpec((Path("talk.mp4"), "https://…")), Path("out"), ModelCache()): ...  # the CLI's path
+
+(Each submodule keeps its own name: `pipeline.render` is the burn-in module, `pipeline.subtitles.render` writes a
+subtitle format; nothing here is re-exported under a module's name.)
 """
 
 import os
@@ -15,16 +19,29 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from pipeline.errors import SubtitleError  # noqa: E402
-from pipeline.jobs import SubtitleResult, subtitle_file, write_outputs
+from pipeline.jobs import (
+    JobResult,
+    JobSpec,
+    Policy,
+    SubtitleResult,
+    run_job,
+    subtitle_audio,
+    subtitle_file,
+    write_outputs,
+)
 from pipeline.media import load_audio, probe
-from pipeline.model import ModelOptions, OVWhisper, load_model
-from pipeline.subtitles import FORMATS, render
+from pipeline.model import ModelCache, ModelOptions, OVWhisper, load_model
+from pipeline.subtitles import FORMATS
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, transcribe
 
 __all__ = [
     "FORMATS",
+    "JobResult",
+    "JobSpec",
+    "ModelCache",
     "ModelOptions",
     "OVWhisper",
+    "Policy",
     "Segment",
     "SubtitleError",
     "SubtitleResult",
@@ -34,7 +51,8 @@ __all__ = [
     "load_audio",
     "load_model",
     "probe",
-    "render",
+    "run_job",
+    "subtitle_audio",
     "subtitle_file",
     "transcribe",
     "write_outputs",

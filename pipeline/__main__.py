@@ -1,25 +1,32 @@
-"""Command line: python -m pipeline INPUT [INPUT ...] [--output-dir DIR] [--format srt,vtt] [--model base] ..."""
+"""Command line: python -m pipeline INPUT [INPUT ...] [--output-dir DIR] [--format srt,vtt] [--model base] ...
+
+It builds a JobSpec from its arguments and prints the events of pipeline.jobs.run_job, the web app's path too.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from pipeline.cpu import PRECISIONS
-from pipeline.errors import SubtitleError
-from pipeline.jobs import subtitle_file, write_outputs
-from pipeline.media import load_audio, require_audio
-from pipeline.model import ModelOptions, OVWhisper, load_model
-from pipeline.render import BurnOptions, Style, burn, can_mux_mp4, mux_soft, to_ass
+from pipeline.errors import OptionError, SubtitleError
+from pipeline.jobs import CueDecoded, FileFailed, FileWritten, JobResult, JobSpec, Progress, SourceFound, run_job
+from pipeline.media import hms
+from pipeline.model import ModelCache, ModelOptions
+from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
 from pipeline.subtitles import FORMATS, format_timestamp
-from pipeline.transcribe import TranscribeOptions, normalize_language
+from pipeline.transcribe import TranscribeOptions
+
+# The flag each option's field comes from, to name it in an error (the options' own messages name no flag)
+FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "beam_size": "--beam-size",
+         "batch_size": "--batch-size", "vad_threshold": "--vad-threshold", "model": "--model",
+         "precision": "--precision", "threads": "--threads", "position": "--position", "text_colour": "--text-colour",
+         "outline_colour": "--outline-colour", "font_size": "--font-size", "margin": "--margin",
+         "preview_seconds": "--preview", "subtitles": "--subtitles"}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -28,7 +35,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Write subtitles for video or audio files with Whisper on OpenVINO (CPU).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="video or audio files")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video or audio files, or links (http/https)")
     p.add_argument("--output-dir", "-o", type=Path, default=Path("."), help="where DIR/<input stem>.<ext> is written")
     p.add_argument("--format", "-f", default="srt", help=f"comma-separated: {','.join(FORMATS)}")
     p.add_argument(
@@ -99,101 +106,102 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     style.add_argument(
         "--margin", type=float, default=None, help="distance from the edge / the height (default 0.06; 0.15 vertical)"
     )
+    p.add_argument(
+        "--subtitles",
+        type=Path,
+        metavar="FILE",
+        help="an SRT or WebVTT file to use instead of transcribing (one input; with --burn, --soft or --format)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p.parse_args(argv)
+
+
+def build_spec(args: argparse.Namespace) -> JobSpec:
+    """The job the arguments ask for; an OptionError names the field that is wrong."""
+    if args.preview is not None and not args.burn:
+        raise OptionError("preview_seconds", "A preview is a burned-in one: add --burn")
+    inputs = tuple(x if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", x) else Path(x) for x in args.inputs)
+    return JobSpec(
+        inputs,
+        model=ModelOptions(args.model, args.precision, args.threads),
+        transcribe=TranscribeOptions(
+            language=args.language,
+            task=args.task,
+            beam_size=args.beam_size,
+            initial_prompt=args.initial_prompt,
+            condition_on_previous_text=not args.no_condition_on_previous_text,
+            word_timestamps=args.word_timestamps,
+            vad=not args.no_vad,
+            vad_threshold=args.vad_threshold,
+            batch_size=args.batch_size,
+        ),
+        rules=None
+        if args.no_cue_rules
+        else CueRules(max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps),
+        formats=tuple(args.format.split(",")),
+        burn=BurnOptions(
+            Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),
+            preview_seconds=args.preview,
+        )
+        if args.burn
+        else None,
+        soft=args.soft,
+        subtitles=args.subtitles,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     try:
-        formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
-        if not formats or any(f not in FORMATS for f in formats):
-            raise SubtitleError(f"--format {args.format!r} is not valid: choose from {','.join(FORMATS)}")
-        options = TranscribeOptions(
-            language=normalize_language(args.language),
-            task=args.task,
-            beam_size=None if args.beam_size <= 1 else args.beam_size,
-            initial_prompt=args.initial_prompt,
-            condition_on_previous_text=not args.no_condition_on_previous_text,
-            word_timestamps=args.word_timestamps or "json" in formats,
-            vad=not args.no_vad,
-            vad_threshold=args.vad_threshold,
-            batch_size=args.batch_size,
-        )
-        if not 0 < args.vad_threshold < 1:
-            raise SubtitleError("--vad-threshold is a probability: use a number between 0 and 1, such as 0.5")
-        rules = (
-            None
-            if args.no_cue_rules
-            else CueRules(max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps)
-        )
-        burn_options = BurnOptions(
-            style=Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),
-            preview_seconds=args.preview,
-        )
-        to_ass([], 640, 360, burn_options.style)  # a bad colour or position fails now, not after transcribing
-        if args.preview is not None and (args.preview <= 0 or not args.burn):
-            raise SubtitleError("--preview takes a positive number of seconds and goes with --burn")
-        model_options = ModelOptions(args.model, args.precision, args.threads)
-        for path in args.inputs:  # fail in a second, before the model loads, when an input is unusable
-            media = require_audio(path)
-            if args.burn and not media.has_video:
-                raise SubtitleError(f"{path.name} has no picture to burn subtitles into: leave out --burn")
-        with ThreadPoolExecutor(1) as pool:  # ffmpeg decodes the next input while the model loads or transcribes
-            decoding = pool.submit(load_audio, args.inputs[0])
-            model = load_model(model_options, progress=say)
-            for k, path in enumerate(args.inputs):
-                audio = decoding.result()
-                if k + 1 < len(args.inputs):
-                    decoding = pool.submit(load_audio, args.inputs[k + 1])
-                _subtitle(args, path, audio, model, options, rules, formats, burn_options, say)
+        spec = build_spec(args)
+        models = ModelCache(ModelOptions(threads=args.threads))
+        with tempfile.TemporaryDirectory(prefix="subtitle-downloads-") as downloads:  # links' media, removed after
+            result = _print(run_job(spec, args.output_dir, models, work_dir=Path(downloads)), say)
+    except OptionError as e:
+        flag = FLAGS.get(e.option)
+        value = {"formats": args.format}.get(e.option)
+        where = f"{flag} {value!r} is not valid: " if flag and value else f"{flag}: " if flag else ""
+        print(f"error: {where}{e}", file=sys.stderr)
+        return 2
     except SubtitleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    return 0
+    if len(spec.inputs) > 1:
+        say(f"{len(result.files)} done, {len(result.failed)} failed")
+    return 2 if result.failed else 0
 
 
-def _subtitle(
-    args: argparse.Namespace,
-    path: Path,
-    audio: np.ndarray,
-    model: OVWhisper,
-    options: TranscribeOptions,
-    rules: CueRules | None,
-    formats: list[str],
-    burn_options: BurnOptions,
-    say: Callable[[str], None],
-) -> None:
-    """One input: transcribe, write the subtitle files, and burn or mux when asked."""
-    started = time.monotonic()
-    say(f"{path.name}: transcribing")
-
-    def show(segment, duration):
-        say(
-            f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}"
-            f"  ({100 * min(segment.end / max(duration, 1e-9), 1):.0f}%)"
-        )
-
-    result = subtitle_file(path, model, options, on_segment=show, rules=rules, audio=audio)
-    for written in write_outputs(result, formats, args.output_dir, path.stem):
-        say(f"{path.name}: wrote {written}")
-    language = result.info.language
-    if args.burn:
-        say(f"{path.name}: burning in the subtitles")
-        target = args.output_dir / f"{path.stem}.subtitled.mp4"
-        burned = burn(path, result.segments, target, language, burn_options, duration=result.info.duration)
-        say(f"{path.name}: wrote {burned}")
-    if args.soft:
-        for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(result.media) else (".subs.mkv",):
-            muxed = mux_soft(path, result.segments, args.output_dir / (path.stem + suffix), language)
-            say(f"{path.name}: wrote {muxed}")
-    say(
-        f"{path.name}: {result.info.duration:.1f} s of {result.info.language} audio in {time.monotonic() - started:.1f} s"
-    )
+def _print(events, say) -> JobResult:
+    """Show the job's events on stderr; return its result. Failures are printed even with --quiet."""
+    names: dict[int, str] = {}
+    shown = ""
+    for event in events:
+        if isinstance(event, Progress):
+            stage = re.sub(r"[\d:.%]+", "#", event.message.split(",")[0])  # a new stage, not a new percentage
+            if stage != shown:
+                shown = stage
+                say(event.message)
+        elif isinstance(event, SourceFound):
+            names[event.index] = event.source.title
+        elif isinstance(event, CueDecoded):
+            segment, share = event.segment, 100 * min(event.segment.end / max(event.duration, 1e-9), 1)
+            say(
+                f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}  ({share:.0f}%)"
+            )
+        elif isinstance(event, FileWritten):
+            say(f"{names.get(event.index, '')}: wrote {event.path}")
+        elif isinstance(event, FileFailed):
+            print(f"error: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, JobResult):
+            for f in event.files:
+                info = f.result.info
+                say(f"{f.source.title}: {hms(info.duration)} of {info.language} audio in {f.seconds:.1f} s")
+            return event
+    raise AssertionError("run_job ends with its JobResult")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ characters per line (16 for Chinese/Japanese/Korean, which count characters), 2 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -18,12 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.segment import CueRules, is_cjk_text
-from pipeline.subtitles import format_timestamp
+from pipeline.subtitles import cue_blocks, format_timestamp
 
 SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
 RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
-_TIMING = re.compile(r"(\d+):(\d{1,2}):(\d{1,2})[,.](\d{1,3})\s*-->\s*(\d+):(\d{1,2}):(\d{1,2})[,.](\d{1,3})")
 
 
 @dataclass(frozen=True)
@@ -42,19 +39,9 @@ class Problem:
 
 
 def parse_srt(text: str) -> list[Cue]:
-    """Cues from SRT text; tolerant of a BOM, CRLF, '.' for ',', missing or wrong numbers and extra blank lines."""
-    cues = []
-    for block in re.split(r"\n\s*\n", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").strip()):
-        lines = block.strip("\n").split("\n")
-        timing = next((i for i, line in enumerate(lines[:2]) if _TIMING.search(line)), None)
-        if timing is None:
-            continue
-        h1, m1, s1, f1, h2, m2, s2, f2 = _TIMING.search(lines[timing]).groups()
-        start = int(h1) * 3600 + int(m1) * 60 + int(s1) + int(f1.ljust(3, "0")) / 1000
-        end = int(h2) * 3600 + int(m2) * 60 + int(s2) + int(f2.ljust(3, "0")) / 1000
-        body = [_TAG.sub("", line).strip() for line in lines[timing + 1 :]]
-        cues.append(Cue(len(cues) + 1, start, end, "\n".join(line for line in body if line)))
-    return cues
+    """Cues from SRT (or WebVTT) text, numbered in file order; tolerant of a BOM, CRLF, '.' for ',', missing or wrong
+    numbers and extra blank lines (pipeline.subtitles.cue_blocks)."""
+    return [Cue(i, start, end, body) for i, (start, end, body) in enumerate(cue_blocks(text), start=1)]
 
 
 def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:

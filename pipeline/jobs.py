@@ -1,37 +1,91 @@
-"""Jobs: media files or links in, segments and subtitle files out. The CLI and the web app both call this.
+"""Jobs: one path from what a person asks for to the files they get, for the CLI and the web app alike.
 
-`subtitle_file` does one local file. `run_job` does what a person asks for in the web app: several files and links,
-checked against the limits before any work starts, with progress by stage (downloading, extracting audio,
-preparing the model, transcribing with time left, writing) and every cue as soon as it is decoded.
+A `JobSpec` says what to do (inputs, model, transcription options, cue rules, formats, burn or soft subtitles); a
+`Policy` says what the server allows (limits, private links). `run_job(spec, out_dir, models, policy)` is a generator
+of typed events: `Progress`, `SourceFound`, `CueDecoded`, `FileWritten`, `FileFailed`; its last item is the
+`JobResult`. The CLI prints the events; the web app shows them. The work runs in a thread of its own, so a consumer
+that stops reading (a closed page, Ctrl-C) stops the job at its next event.
+
+An input that fails (unreadable, no audio, over a limit, a dead link) fails alone: a `FileFailed` event, none of its
+files left behind, and the other inputs go on. Options are checked where they are built (each dataclass checks
+itself), so a bad option fails before any work.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
+import queue
+import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.download import download
-from pipeline.errors import SubtitleError
+from pipeline.errors import OptionError, SubtitleError
+from pipeline.files import atomic_path
 from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
-from pipeline.model import ModelCache, OVWhisper, resolve_precision
-from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft, to_ass
+from pipeline.model import ModelCache, ModelOptions, OVWhisper
+from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft
 from pipeline.segment import CueRules, TimedWord
 from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, clean_cues, render
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, check_options, transcribe
+from pipeline.subtitles import FORMATS, clean_cues, parse, render
+from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 _STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
 # With a burned-in or soft-subtitled video to make, encoding takes the last part of each input's bar.
 _STAGES_RENDERING = {"download": 0.0, "audio": 0.1, "model": 0.15, "transcribe": 0.2, "write": 0.7, "render": 0.72}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    inputs: tuple[Path | str, ...]  # local files (Path) and links (str)
+    model: ModelOptions = ModelOptions()
+    transcribe: TranscribeOptions = TranscribeOptions()
+    rules: CueRules | None = CueRules()  # readability rules for the cues; None: whisper's segments as they are
+    formats: tuple[str, ...] = ("srt",)  # subtitle files to write, from FORMATS
+    burn: BurnOptions | None = None  # also <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
+    soft: bool = False  # also <stem>.subs.mkv (and .subs.mp4 when the codecs allow) with a subtitle track
+    subtitles: Path | None = None  # an SRT or WebVTT file to use as the cues instead of transcribing (one input)
+
+    def __post_init__(self):
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        if not self.inputs:
+            raise OptionError("inputs", "Upload a video or audio file, or paste a link, first")
+        formats = tuple(dict.fromkeys(f.strip().lower() for f in self.formats if f.strip()))
+        unknown = [f for f in formats if f not in FORMATS]
+        if not formats or unknown:
+            raise OptionError("formats", f"Choose at least one output format from {', '.join(FORMATS)}")
+        object.__setattr__(self, "formats", formats)
+        if "json" in formats and not self.transcribe.word_timestamps:  # JSON carries every word's timing
+            object.__setattr__(self, "transcribe", replace(self.transcribe, word_timestamps=True))
+        if self.subtitles is not None and len(self.inputs) != 1:
+            raise OptionError("subtitles", "Existing subtitles go with exactly one video")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the server allows the people who use it. The CLI trusts its user: no limits, links anywhere."""
+
+    limits: Limits | None = None  # None: no limits
+    allow_private_urls: bool = True  # links to localhost / LAN addresses (safe only when the server is private)
+    models: tuple[str, ...] | None = None  # the models a job may ask for; None: any
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str  # what the person gave: a file name or a link
+    title: str  # the page title for links, the file name for files
+    media: Path  # the local media file (the input, or what was downloaded)
+    info: MediaInfo
+
+    @property
+    def duration(self) -> float | None:
+        return self.info.duration
 
 
 @dataclass(frozen=True)
@@ -41,32 +95,294 @@ class SubtitleResult:
     media: MediaInfo
 
 
-def subtitle_file(
-    path: Path,
+@dataclass(frozen=True)
+class FileResult:
+    source: Source
+    result: SubtitleResult
+    outputs: tuple[Path, ...]  # one per format, then the videos made, in out_dir
+    burned: Path | None = None  # the video with the cues burned in, when asked for
+    seconds: float = 0.0  # wall time this input took
+
+
+@dataclass(frozen=True)
+class Progress:
+    fraction: float | None  # of the whole job, 0..1; None when not known (an indeterminate bar)
+    message: str  # "Transcribing talk.mp4: 42% of the audio, about 1:10 left"
+
+
+@dataclass(frozen=True)
+class SourceFound:
+    index: int  # of the input in spec.inputs
+    source: Source
+
+
+@dataclass(frozen=True)
+class CueDecoded:
+    index: int
+    segment: Segment  # as decoded (the final cues, cut by the rules, are in the FileResult)
+    duration: float  # of the input's audio
+
+
+@dataclass(frozen=True)
+class FileWritten:
+    index: int
+    path: Path
+
+
+@dataclass(frozen=True)
+class FileFailed:
+    index: int
+    name: str  # the input as given
+    message: str  # one line that says what to do
+
+
+@dataclass(frozen=True)
+class JobResult:
+    files: tuple[FileResult, ...]  # the inputs that succeeded, in input order
+    failed: tuple[FileFailed, ...] = ()
+
+
+Event = Progress | SourceFound | CueDecoded | FileWritten | FileFailed
+
+
+class Cancelled(Exception):
+    """The consumer of run_job stopped reading: the job stops at its next event."""
+
+
+def run_job(
+    spec: JobSpec,
+    out_dir: Path,
+    models: ModelCache,
+    policy: Policy = Policy(),
+    work_dir: Path | None = None,
+    heartbeat: float | None = None,
+) -> Iterator[Event | JobResult]:
+    """Subtitle every input of `spec` into `out_dir`: the job's events, then its JobResult.
+
+    `models` compiles the model on first use and shares it with other jobs. `work_dir` holds downloads (default:
+    out_dir). With `heartbeat`, the last Progress is repeated when nothing else happened for that many seconds (a web
+    page can only notice a closed tab while it is handed something). Job-wide problems (too many inputs, a model
+    that is not offered or does not exist) raise SubtitleError before any event.
+    """
+    _check_job(spec, policy)
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def emit(event: Event) -> None:
+        if stop.is_set():
+            raise Cancelled
+        events.put(event)
+
+    def work() -> None:
+        try:
+            events.put(_Job(spec, Path(out_dir), Path(work_dir or out_dir), models, policy, emit).run())
+        except BaseException as e:  # handed to the consumer's thread, which raises it there
+            events.put(_Raised(e))
+
+    threading.Thread(target=work, name="subtitle-job", daemon=True).start()
+    last = Progress(0.0, "Starting")
+    try:
+        while True:
+            try:
+                event = events.get(timeout=heartbeat)
+            except queue.Empty:
+                yield last
+                continue
+            if isinstance(event, _Raised):
+                raise event.error
+            if isinstance(event, Progress):
+                last = event
+            yield event
+            if isinstance(event, JobResult):
+                return
+    finally:
+        stop.set()
+
+
+@dataclass(frozen=True)
+class _Raised:
+    error: BaseException
+
+
+def _check_job(spec: JobSpec, policy: Policy) -> None:
+    limits = policy.limits
+    if limits is not None and len(spec.inputs) > limits.max_files:
+        raise SubtitleError(
+            f"{len(spec.inputs)} files is too many for one job; this server takes up to {limits.max_files}"
+        )
+    if policy.models is not None and spec.model.model not in policy.models:
+        raise OptionError("model", f"Unknown model {spec.model.model!r}: choose one of the list")
+    if spec.subtitles is None:
+        from convert.checkpoints import resolve_checkpoint  # (convert imports pipeline: imported here)
+
+        resolve_checkpoint(spec.model.model)  # an unknown name or path fails now, not after a download
+
+
+class _Job:
+    def __init__(self, spec, out_dir: Path, work_dir: Path, models: ModelCache, policy: Policy, emit):
+        self.spec, self.out_dir, self.work_dir, self.models, self.policy = spec, out_dir, work_dir, models, policy
+        self.emit: Callable[[Event], None] = emit
+        self.stems: set[str] = set()
+        self.audio: dict[int, Future] = {}
+
+    def run(self) -> JobResult:
+        spec = self.spec
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        checked: dict[int, MediaInfo] = {}
+        failed: list[FileFailed] = []
+        for i, item in enumerate(spec.inputs):  # every local file is checked before any work starts
+            if isinstance(item, Path):
+                try:
+                    checked[i] = _check_file(item, self.policy.limits)
+                except SubtitleError as e:
+                    failed.append(self._failed(i, e))
+        cues = None
+        if spec.subtitles is not None:
+            try:
+                cues = parse(Path(spec.subtitles).read_text(encoding="utf-8-sig", errors="replace"))
+            except OSError as e:
+                raise SubtitleError(f"Could not read {Path(spec.subtitles).name}: {e.strerror}") from None
+        files: list[FileResult] = []
+        todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
+        with ThreadPoolExecutor(1) as self.pool:  # ffmpeg decodes the next file's audio during the current one's work
+            for k, i in enumerate(todo):
+                written: list[Path] = []
+                try:
+                    files.append(self._one(i, checked.get(i), cues, todo[k + 1 :], written))
+                except SubtitleError as e:
+                    for path in written:  # an input that fails leaves none of its files
+                        path.unlink(missing_ok=True)
+                    failed.append(self._failed(i, e))
+        return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)))
+
+    def _failed(self, i: int, error: SubtitleError) -> FileFailed:
+        item = self.spec.inputs[i]
+        event = FileFailed(i, item.name if isinstance(item, Path) else str(item), str(error))
+        self.emit(event)
+        return event
+
+    def _report(self, i: int, stage: str, within: float | None, message: str) -> None:
+        spec = self.spec
+        stages = _STAGES_RENDERING if spec.burn or spec.soft else _STAGES
+        start = stages[stage]
+        end = min([v for v in stages.values() if v > start], default=1.0)
+        self.emit(Progress((i + start + (end - start) * (within or 0.0)) / len(spec.inputs), message))
+
+    def _load_audio(self, i: int, media: Path) -> Future:
+        if i not in self.audio:
+            self.audio[i] = self.pool.submit(load_audio, media)
+        return self.audio[i]
+
+    def _one(self, i: int, media: MediaInfo | None, cues, later: list[int], written: list[Path]) -> FileResult:
+        spec, policy = self.spec, self.policy
+        started = time.monotonic()
+        item = spec.inputs[i]
+        if isinstance(item, Path):
+            source = Source(item.name, item.name, item, media)
+        else:
+            got = download(
+                item,
+                self.work_dir / f"download-{i}",
+                policy.limits or _NO_LIMITS,
+                lambda f, m: self._report(i, "download", f, m),
+                policy.allow_private_urls,
+            )
+            media = _check_file(got.path, policy.limits)
+            if media.duration is None and got.duration:
+                media = replace(media, duration=got.duration)
+            source = Source(item, got.title, got.path, media)
+        self.emit(SourceFound(i, source))
+        if cues is None:
+            result = self._transcribe(i, source, later)
+        else:
+            duration = media.duration or max((c.end for c in cues), default=0.0)
+            info = TranscriptionInfo(spec.transcribe.language or "und", 1.0, duration, spec.transcribe.task)
+            result = SubtitleResult(tuple(clean_cues(cues, duration)), info, media)
+        self._report(i, "write", None, f"Writing the subtitles of {source.title}")
+        # a file's own name is kept as it is (it is a name on this file system already); a page title is made one
+        stem = _unique_stem(Path(source.title).stem if isinstance(item, Path) else _file_name(source.title), self.stems)
+        outputs = []
+        for path in write_outputs(result, spec.formats, self.out_dir, stem):
+            written.append(path)
+            outputs.append(path)
+            self.emit(FileWritten(i, path))
+        burned = None
+        if spec.burn and not media.has_video:
+            self._report(i, "render", None, f"{source.title} has no picture: its subtitles are not burned in")
+        if spec.burn and media.has_video:
+            self._report(i, "render", 0.0, f"Burning the subtitles into {source.title}")
+            burned = burn(
+                source.media,
+                result.segments,
+                self.out_dir / f"{stem}.subtitled.mp4",
+                result.info.language,
+                spec.burn,
+                lambda f: self._report(i, "render", f, f"Burning the subtitles into {source.title}: {100 * f:.0f}%"),
+                result.info.duration,
+                media,
+            )
+            written.append(burned)
+            outputs.append(burned)
+            self.emit(FileWritten(i, burned))
+        if spec.soft:
+            self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
+            for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
+                path = mux_soft(source.media, result.segments, self.out_dir / f"{stem}{suffix}", result.info.language,
+                                media)  # fmt: skip
+                written.append(path)
+                outputs.append(path)
+                self.emit(FileWritten(i, path))
+        return FileResult(source, result, tuple(outputs), burned, time.monotonic() - started)
+
+    def _transcribe(self, i: int, source: Source, later: list[int]) -> SubtitleResult:
+        spec = self.spec
+        self._report(i, "audio", None, f"Extracting the audio of {source.title}")
+        audio = self._load_audio(i, source.media)  # ffmpeg decodes the audio while the model loads
+        if not self.models.is_loaded(spec.model.model, spec.model.precision):
+            self._report(i, "model", None, "Preparing the model (first time only)")
+        model = self.models.get(
+            spec.model.model, lambda message: self._report(i, "model", None, message), spec.model.precision
+        )
+        audio = audio.result()
+        self.audio.pop(i, None)
+        following = next((j for j in later if isinstance(spec.inputs[j], Path)), None)
+        if following is not None:
+            self._load_audio(following, spec.inputs[following])
+        started = time.monotonic()
+
+        def transcribing(done: float) -> None:
+            message = f"Transcribing {source.title}: {100 * done:.0f}% of the audio"
+            elapsed = time.monotonic() - started
+            if done >= 0.02 and elapsed >= 2:
+                message += f", about {hms(elapsed * (1 - done) / done)} left"
+            self._report(i, "transcribe", done, message)
+
+        transcribing(0.0)
+        return subtitle_audio(
+            audio,
+            model,
+            spec.transcribe,
+            spec.rules,
+            lambda segment, duration: self.emit(CueDecoded(i, segment, duration)),
+            transcribing,
+            source.info,
+        )
+
+
+_NO_LIMITS = Limits(max_bytes=1 << 62, max_duration=float("inf"), max_files=1 << 30)
+
+
+def subtitle_audio(
+    audio: np.ndarray,
     model: OVWhisper,
     options: TranscribeOptions = TranscribeOptions(),
+    rules: CueRules | None = CueRules(),
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
-    rules: CueRules | None = CueRules(),
-    audio: np.ndarray | None = None,
+    media: MediaInfo | None = None,
 ) -> SubtitleResult:
-    """Transcribe one media file. `on_segment(segment, duration)` sees each segment as soon as it is decoded; the
-    result's segments are cues cut by `rules` (None: whisper's segments as they are). `audio`: the file's audio
-    when it was already decoded (load_audio), so ffmpeg can run while the model loads or another file is transcribed."""
-    media = require_audio(Path(path))
-    audio = load_audio(Path(path)) if audio is None else audio
-    return _transcribe(audio, media, model, options, on_segment, progress, rules)
-
-
-def _transcribe(
-    audio: np.ndarray,
-    media: MediaInfo,
-    model: OVWhisper,
-    options: TranscribeOptions,
-    on_segment: Callable[[Segment, float], None] | None,
-    progress: Callable[[float], None] | None,
-    rules: CueRules | None = CueRules(),
-) -> SubtitleResult:
+    """The cues of 16 kHz mono audio: whisper's segments, re-cut by `rules` (None: as whisper gives them) and
+    cleaned. `on_segment(segment, duration)` sees each segment as soon as it is decoded."""
     if rules is not None:  # cues are cut from timed words
         options = replace(options, word_timestamps=True)
     segments, info = transcribe(audio, model, options, progress)
@@ -77,7 +393,21 @@ def _transcribe(
             on_segment(segment, info.duration)
     if rules is not None:
         collected = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
+    media = media or MediaInfo(info.duration, True, False)
     return SubtitleResult(tuple(clean_cues(collected, info.duration)), info, media)
+
+
+def subtitle_file(
+    path: Path,
+    model: OVWhisper,
+    options: TranscribeOptions = TranscribeOptions(),
+    on_segment: Callable[[Segment, float], None] | None = None,
+    progress: Callable[[float], None] | None = None,
+    rules: CueRules | None = CueRules(),
+) -> SubtitleResult:
+    """subtitle_audio for one local media file."""
+    media = require_audio(Path(path))
+    return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media)
 
 
 def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Segment]:
@@ -102,190 +432,44 @@ def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Seg
     return out
 
 
-def write_outputs(result: SubtitleResult, formats: Iterable[str], out_dir: Path, stem: str) -> list[Path]:
-    """Write `out_dir/stem.<fmt>` for each format, each to a temporary name first and renamed into place."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def write_outputs(result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str) -> list[Path]:
+    """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path)."""
     written = []
     for fmt in formats:
         if fmt not in FORMATS:
-            raise SubtitleError(f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
+            raise OptionError("formats", f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
         text = render(fmt, result.segments, result.info.language, result.info.duration)
-        target = out_dir / f"{stem}.{fmt}"
-        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".{fmt}.tmp", dir=out_dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        target = Path(out_dir) / f"{stem}.{fmt}"
+        with atomic_path(target) as tmp:
+            tmp.write_text(text, encoding="utf-8", newline="\n")
         written.append(target)
     return written
 
 
-@dataclass(frozen=True)
-class JobOptions:
-    model: str = "base"  # a name the model cache knows
-    precision: str = "auto"  # auto, f32, bf16, int8 (pipeline.cpu)
-    transcribe: TranscribeOptions = field(default_factory=TranscribeOptions)
-    formats: tuple[str, ...] = ("srt",)  # which subtitle files to write, from FORMATS
-    limits: Limits = Limits()
-    allow_private_urls: bool = False  # links to localhost / LAN addresses (safe only when the server is private)
-    burn: BurnOptions | None = None  # also write <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
-    soft: bool = False  # also write <stem>.subs.mkv and <stem>.subs.mp4 with a subtitle track, streams copied
-    rules: CueRules | None = field(default_factory=CueRules)  # readability rules for the cues; None: whisper's segments
-
-    def __post_init__(self):
-        resolve_precision(self.precision)  # an unknown precision, or bf16 on a CPU without it, fails here
+def zip_outputs(files: Sequence[Path], out_dir: Path) -> Path:
+    """One zip of `files` (by their names), written whole or not at all."""
+    target = Path(out_dir) / "subtitles.zip"
+    with atomic_path(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in files:
+            z.write(f, f.name)
+    return target
 
 
-@dataclass(frozen=True)
-class Progress:
-    fraction: float | None  # of the whole job, 0..1; None when not known (an indeterminate bar)
-    message: str  # "Transcribing talk.mp4: 42% of the audio, about 1:10 left"
-
-
-@dataclass(frozen=True)
-class Source:
-    name: str  # what the person gave: a file name or a link
-    title: str  # the page title for links, the file name for uploads
-    media: Path  # the local media file (the upload, or what was downloaded)
-    duration: float | None
-
-
-@dataclass(frozen=True)
-class FileResult:
-    source: Source
-    result: SubtitleResult
-    outputs: tuple[Path, ...]  # one per format, then the videos made, in out_dir
-    burned: Path | None = None  # the video with the cues burned in, when asked for
-
-
-@dataclass(frozen=True)
-class JobResult:
-    files: tuple[FileResult, ...]
-    downloads: tuple[Path, ...]  # what to hand to the person: the subtitle files, or one zip of all for several inputs
-
-
-def run_job(
-    inputs: Sequence[Path | str],
-    out_dir: Path,
-    models: ModelCache,
-    options: JobOptions = JobOptions(),
-    on_progress: Callable[[Progress], None] = lambda p: None,
-    on_source: Callable[[int, Source], None] = lambda i, s: None,
-    on_segment: Callable[[int, Segment], None] = lambda i, s: None,
-) -> JobResult:
-    """Subtitle every input (a `Path` is a local file, a `str` a link) into `out_dir`.
-
-    `models` compiles `options.model` on first use and shares it with other jobs. Local files are all checked
-    (readable, has audio, within the limits) before any is transcribed; links are checked before their download.
-    Callbacks run in this thread; an exception raised by one (a cancelled job) stops the job.
-    """
-    if not inputs:
-        raise SubtitleError("Upload a video or audio file, or paste a link, first")
-    if len(inputs) > options.limits.max_files:
-        raise SubtitleError(
-            f"{len(inputs)} files is too many for one job; this server takes up to {options.limits.max_files}"
-        )
-    formats = tuple(dict.fromkeys(options.formats))
-    if not formats or any(f not in FORMATS for f in formats):
-        raise SubtitleError(f"Choose at least one output format from {', '.join(FORMATS)}")
-    check_options(options.transcribe)  # a wrong language or task fails now, not after a download
-    if options.burn is not None:
-        to_ass([], 640, 360, options.burn.style)  # a bad colour or position fails now, not after transcribing
-        if options.burn.preview_seconds is not None and options.burn.preview_seconds <= 0:
-            raise SubtitleError("The preview length must be a positive number of seconds")
-    if "json" in formats and not options.transcribe.word_timestamps:  # JSON carries every word's timing
-        options = replace(options, transcribe=replace(options.transcribe, word_timestamps=True))
-    checked = {i: _check_file(Path(x), options.limits) for i, x in enumerate(inputs) if isinstance(x, Path)}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stems: set[str] = set()
-    results = []
-    for i, item in enumerate(inputs):
-
-        def report(stage: str, within: float | None, message: str, i=i) -> None:
-            stages = _STAGES_RENDERING if options.burn or options.soft else _STAGES
-            start = stages[stage]
-            end = min([v for v in stages.values() if v > start], default=1.0)
-            local = start + (end - start) * (within or 0.0)
-            on_progress(Progress((i + local) / len(inputs), message))
-
-        if not isinstance(item, Path):
-            got = download(
-                str(item),
-                out_dir / f"download-{i}",
-                options.limits,
-                lambda f, m: report("download", f, m),
-                options.allow_private_urls,
-            )
-            media = _check_file(got.path, options.limits)
-            source = Source(str(item), got.title, got.path, media.duration or got.duration)
-        else:
-            media = checked[i]
-            source = Source(Path(item).name, Path(item).name, Path(item), media.duration)
-        on_source(i, source)
-        report("audio", None, f"Extracting the audio of {source.title}")
-        with ThreadPoolExecutor(1) as pool:  # ffmpeg decodes the audio while the model loads
-            audio = pool.submit(load_audio, source.media)
-            if not models.is_loaded(options.model, options.precision):
-                report("model", None, "Preparing the model (first time only)")
-            model = models.get(options.model, lambda message: report("model", None, message), options.precision)
-            audio = audio.result()
-        started = time.monotonic()
-
-        def transcribing(done: float, title=source.title, started=started) -> None:
-            message = f"Transcribing {title}: {100 * done:.0f}% of the audio"
-            elapsed = time.monotonic() - started
-            if done >= 0.02 and elapsed >= 2:
-                message += f", about {hms(elapsed * (1 - done) / done)} left"
-            report("transcribe", done, message)
-
-        transcribing(0.0)
-        result = _transcribe(
-            audio, media, model, options.transcribe, lambda s, d, i=i: on_segment(i, s), transcribing, options.rules
-        )
-        report("write", None, f"Writing the subtitles of {source.title}")
-        stem = _unique_stem(Path(source.title).stem if isinstance(item, Path) else source.title, stems)
-        outputs = write_outputs(result, formats, out_dir, stem)
-        burned = None
-        if options.burn and media.has_video:
-            report("render", 0.0, f"Burning the subtitles into {source.title}")
-            burned = burn(
-                source.media,
-                result.segments,
-                out_dir / f"{stem}.subtitled.mp4",
-                result.info.language,
-                options.burn,
-                lambda f, title=source.title: report(
-                    "render", f, f"Burning the subtitles into {title}: {100 * f:.0f}%"
-                ),
-                result.info.duration,
-            )
-            outputs.append(burned)
-        if options.soft:
-            report("render", None, f"Adding a subtitle track to {source.title}")
-            for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
-                outputs.append(
-                    mux_soft(source.media, result.segments, out_dir / f"{stem}{suffix}", result.info.language)
-                )
-        results.append(FileResult(source, result, tuple(outputs), burned))
-    downloads = results[0].outputs if len(results) == 1 else (_zip([p for r in results for p in r.outputs], out_dir),)
-    on_progress(Progress(1.0, "Done"))
-    return JobResult(tuple(results), downloads)
-
-
-def _check_file(path: Path, limits: Limits) -> MediaInfo:
+def _check_file(path: Path, limits: Limits | None) -> MediaInfo:
     info = require_audio(path)
-    check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration)
+    if limits is not None:
+        check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration)
     return info
 
 
-def _unique_stem(title: str, taken: set[str]) -> str:
-    """A file name stem from a title: no path separators or control characters, short, unique within the job."""
-    stem = (
-        "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in title).strip(" .")[:80] or "subtitles"
-    )
+def _file_name(title: str) -> str:
+    """A file name stem from a page title: no path separators, control or shell-special characters."""
+    return "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in title).strip(" .")
+
+
+def _unique_stem(stem: str, taken: set[str]) -> str:
+    """`stem`, short enough for the longest suffix we add, and unique within the job: "talk", "talk (2)", ..."""
+    stem = stem[:80].strip() or "subtitles"
     unique, n = stem, 2
     while unique.lower() in taken:
         unique, n = f"{stem} ({n})", n + 1
@@ -293,16 +477,24 @@ def _unique_stem(title: str, taken: set[str]) -> str:
     return unique
 
 
-def _zip(files: Sequence[Path], out_dir: Path) -> Path:
-    target = out_dir / "subtitles.zip"
-    fd, tmp = tempfile.mkstemp(prefix=".subtitles.", suffix=".zip.tmp", dir=out_dir)
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-            for f in files:
-                z.write(f, f.name)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+__all__ = [
+    "Cancelled",
+    "CueDecoded",
+    "Event",
+    "FileFailed",
+    "FileResult",
+    "FileWritten",
+    "JobResult",
+    "JobSpec",
+    "Policy",
+    "Progress",
+    "Source",
+    "SourceFound",
+    "SubtitleResult",
+    "run_job",
+    "subtitle_audio",
+    "subtitle_file",
+    "to_cues",
+    "write_outputs",
+    "zip_outputs",
+]

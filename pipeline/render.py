@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from pipeline.errors import SubtitleError
+from pipeline.errors import OptionError, SubtitleError
+from pipeline.files import atomic_path
 from pipeline.media import MediaInfo, ffmpeg_exe, probe
 from pipeline.subtitles import clean_cues, to_srt
 from pipeline.transcribe import Segment
@@ -54,6 +55,17 @@ class Style:
     box: bool = False  # a translucent box behind the text instead of an outline
     margin: float | None = None  # from the edge, as a fraction of the height; None: 6 %, or 15 % for vertical video
 
+    def __post_init__(self):
+        if self.position not in ("bottom", "top"):
+            raise OptionError("position", f"Unknown position {self.position!r}: use bottom or top")
+        for name in ("text_colour", "outline_colour"):
+            if not _COLOUR.match(getattr(self, name).strip()):
+                raise OptionError(name, f"Colour {getattr(self, name)!r} is not valid: use #RRGGBB, e.g. #FFFFFF")
+        if not 0 < self.font_size <= 0.5:
+            raise OptionError("font_size", "The text size is a fraction of the picture's shorter side: 0 to 0.5")
+        if self.margin is not None and not 0 <= self.margin <= 0.5:
+            raise OptionError("margin", "The margin is a fraction of the picture's height: 0 to 0.5")
+
 
 @dataclass(frozen=True)
 class BurnOptions:
@@ -67,6 +79,10 @@ class BurnOptions:
     timeout_factor: float = (
         3.0  # ffmpeg may run this many times the media's duration (plus a minute) before it is killed
     )
+
+    def __post_init__(self):
+        if self.preview_seconds is not None and not self.preview_seconds > 0:
+            raise OptionError("preview_seconds", "The preview length must be a positive number of seconds")
 
 
 def font_files() -> dict[str, Path]:
@@ -84,8 +100,6 @@ def font_files() -> dict[str, Path]:
 
 def to_ass(segments: Sequence[Segment], width: int, height: int, style: Style = Style(), language: str = "en") -> str:
     """An ASS script drawing the cues on a `width` x `height` video. Pure: text in, text out."""
-    if style.position not in ("bottom", "top"):
-        raise SubtitleError(f"Unknown position {style.position!r}: use bottom or top")
     text, outline = _ass_colour(style.text_colour), _ass_colour(style.outline_colour)
     vertical = height > width
     size = max(8, round(style.font_size * min(width, height)))
@@ -129,16 +143,18 @@ def burn(
     options: BurnOptions = BurnOptions(),
     progress: Callable[[float], None] = lambda fraction: None,
     duration: float | None = None,
+    media: MediaInfo | None = None,
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
 
     `duration` is the media's length when known otherwise (the decoded audio): some containers (live or browser
-    recordings) do not say, and the timeout and the progress bar depend on it."""
-    media = probe(video)
+    recordings) do not say, and the timeout and the progress bar depend on it. `media`: the video's probe, when the
+    caller has it already."""
+    media = media or probe(video)
     if not media.has_video or not media.width or not media.height:
-        raise SubtitleError(f"{Path(video).name} has no picture to burn subtitles into: use --soft or an SRT")
-    if options.preview_seconds is not None and options.preview_seconds <= 0:
-        raise SubtitleError("The preview length must be a positive number of seconds")
+        raise SubtitleError(
+            f"{Path(video).name} has no picture to burn subtitles into: use its subtitle files, or a video"
+        )
     duration = media.duration or duration or 0.0
     if options.preview_seconds:
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
@@ -182,9 +198,12 @@ def can_mux_mp4(media: MediaInfo) -> bool:
     return media.video_codec is None or media.video_codec in MP4_VIDEO
 
 
-def mux_soft(video: Path, segments: Sequence[Segment], out: Path, language: str = "en") -> Path:
-    """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT."""
-    media = probe(video)
+def mux_soft(
+    video: Path, segments: Sequence[Segment], out: Path, language: str = "en", media: MediaInfo | None = None
+) -> Path:
+    """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
+    `media`: the video's probe, when the caller has it already."""
+    media = media or probe(video)
     codec = {".mp4": "mov_text", ".m4v": "mov_text", ".mov": "mov_text", ".mkv": "srt"}.get(out.suffix.lower())
     if codec is None:
         raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
@@ -227,12 +246,11 @@ def _write(
 ) -> Path:
     """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group after `timeout` s."""
     out = Path(out).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
-    os.close(fd)
-    cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
-           *args, tmp]  # fmt: skip
-    try:
+    with atomic_path(out) as tmp:
+        # (the temporary name ends in .tmp: ffmpeg is told the container, from the real name's extension)
+        muxer = {".mkv": "matroska", ".mp4": "mp4", ".m4v": "mp4", ".mov": "mov"}.get(out.suffix.lower(), "mp4")
+        cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
+               *args, "-f", muxer, str(tmp)]  # fmt: skip
         with subprocess.Popen(
             cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, env=env
         ) as proc:  # (closes the pipes on every path)
@@ -245,9 +263,6 @@ def _write(
         if proc.returncode != 0:
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {proc.returncode}"
             raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")
-        os.replace(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     return out
 
 
@@ -279,9 +294,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _ass_colour(colour: str) -> str:
-    m = _COLOUR.match(colour.strip())
-    if not m:
-        raise SubtitleError(f"Colour {colour!r} is not valid: use #RRGGBB, e.g. #FFFFFF")
+    m = _COLOUR.match(colour.strip())  # (Style checked it)
     rr, gg, bb = m.group(1)[0:2], m.group(1)[2:4], m.group(1)[4:6]
     return f"&H00{bb}{gg}{rr}".upper()  # ASS is &HAABBGGRR
 

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
+from pipeline.errors import SubtitleError
 from pipeline.transcribe import Segment
 
 FORMATS = ("srt", "vtt", "txt", "json")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
+_CUE_TIMES = re.compile(
+    r"^\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})\s*-->\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})(?:\s.*)?$"
+)
 
 
 def format_timestamp(seconds: float | None, separator: str = ",") -> str:
@@ -99,3 +105,32 @@ def render(fmt: str, segments: Sequence[Segment], language: str, duration: float
     if fmt == "json":
         return to_json(segments, language, duration)
     raise ValueError(f"unknown subtitle format {fmt!r}")
+
+
+def parse(text: str) -> list[Segment]:
+    """The cues of an SRT or WebVTT file, in file order. Cue numbers, VTT headers, NOTE/STYLE blocks, cue settings
+    and inline tags (<i>, <c.x>, {\\an8}) are dropped, and so are cues without text; a cue's line breaks are kept.
+    Raises SubtitleError when the text holds no cue at all."""
+    cues = [Segment(start, end, body) for start, end, body in cue_blocks(text) if body]
+    if not cues:
+        raise SubtitleError("No cues found: the subtitles must be an SRT or WebVTT file")
+    return cues
+
+
+def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
+    """(start, end, text) of each cue of SRT or WebVTT text, empty ones too; tolerant of a BOM, CRLF, '.' for ',',
+    missing or wrong cue numbers and extra blank lines."""
+    for block in re.split(r"\n[ \t]*\n", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")):
+        lines = block.strip("\n").split("\n")
+        at = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMES.match(line)), None)
+        if at is None:
+            continue
+        m = _CUE_TIMES.match(lines[at])
+        body = [_TAG.sub("", line).strip() for line in lines[at + 1 :]]
+        yield _seconds(m.group(1)), _seconds(m.group(2)), "\n".join(line for line in body if line)
+
+
+def _seconds(stamp: str) -> float:
+    *hm, s = stamp.replace(",", ".").split(":")
+    h, m = (0, *map(int, hm))[-2:] if len(hm) < 2 else map(int, hm)
+    return h * 3600 + m * 60 + float(s)

@@ -34,7 +34,7 @@ from whisper.decoding import DecodingOptions, DecodingResult
 from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
-from pipeline.errors import SubtitleError
+from pipeline.errors import OptionError, SubtitleError
 from pipeline.model import OVWhisper, release_free_memory
 from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
@@ -63,8 +63,17 @@ class TranscribeOptions:
     #   more), decoded side by side, each conditioned on its own text
 
     def __post_init__(self):
+        object.__setattr__(self, "language", normalize_language(self.language))  # "English" -> "en", "auto" -> None
+        if self.task not in ("transcribe", "translate"):
+            raise OptionError("task", f"Unknown task {self.task!r}: use transcribe or translate")
+        if self.beam_size is not None and self.beam_size < 1:
+            raise OptionError("beam_size", "The beam size is 1 (greedy) or more")
+        if self.beam_size == 1:  # one beam is greedy decoding, which whisper runs without a beam search
+            object.__setattr__(self, "beam_size", None)
+        if not 0 < self.vad_threshold < 1:
+            raise OptionError("vad_threshold", "The speech threshold is a probability: a number between 0 and 1")
         if not 1 <= self.batch_size <= 32:
-            raise SubtitleError("The batch size must be between 1 and 32")
+            raise OptionError("batch_size", "The batch size must be between 1 and 32")
 
 
 @dataclass(frozen=True)
@@ -104,15 +113,8 @@ def normalize_language(language: str | None) -> str | None:
     code = language.strip().lower()
     code = TO_LANGUAGE_CODE.get(code, code)
     if code not in LANGUAGES:
-        raise SubtitleError(f"Unknown language {language!r}: use 'auto' or a code such as en, de, es, fr, zh")
+        raise OptionError("language", f"Unknown language {language!r}: use 'auto' or a code such as en, de, es, fr, zh")
     return code
-
-
-def check_options(options: TranscribeOptions) -> str | None:
-    """The language code (None: detect it); a SubtitleError for an unknown language or task."""
-    if options.task not in ("transcribe", "translate"):
-        raise SubtitleError(f"Unknown task {options.task!r}: use transcribe or translate")
-    return normalize_language(options.language)
 
 
 def transcribe(
@@ -122,7 +124,7 @@ def transcribe(
     progress: Callable[[float], None] | None = None,
 ) -> tuple[Iterator[Segment], TranscriptionInfo]:
     """Transcribe 16 kHz mono float32 audio; returns (lazy segments, info). Language detection happens here."""
-    language = check_options(options)
+    language = options.language
     if not model.is_multilingual and language not in (None, "en"):
         raise SubtitleError("This model is English-only: choose a multilingual model or language 'en'")
     content_frames = audio.size // HOP_LENGTH

@@ -99,3 +99,50 @@ def test_broken_link_shows_the_message_in_the_page(page, media_server):
     page.locator("#generate").click()
     page.get_by_text("The link gives 404 Not Found: check the URL").first.wait_for(timeout=JOB_TIMEOUT)
     assert page.get_by_text("Traceback").count() == 0
+
+
+def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos, tmp_path):
+    """A failed job's reason stays in the status line; the next job clears it, and the media line shows the
+    upload's title and duration as soon as the file lands, before any job."""
+    from conftest import mute_video
+
+    mute = mute_video(tmp_path / "mute.mp4")
+    page.locator("#files input[type=file]").set_input_files(str(mute))
+    page.locator("#about").get_by_text("mute.mp4").wait_for(timeout=30_000)  # shown on upload
+    page.locator("#generate").click()
+    status = page.locator("#status")
+    status.get_by_text("mute.mp4 has no audio track: choose a file with sound").wait_for(timeout=JOB_TIMEOUT)
+    page.wait_for_timeout(12_000)  # the pop-up is gone by now; the reason is not
+    assert "has no audio track" in status.inner_text()
+
+    page.locator("#files button[aria-label='Clear']").first.click()
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for()
+    page.locator("#generate").click()
+    status.get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
+    assert "has no audio track" not in status.inner_text()
+    assert "mute.mp4" not in page.locator("#about").inner_text()
+
+
+def test_cancel_stops_the_job(page, app_server, tmp_path):
+    """Cancel during a job: the job's folder goes (the work stopped) and the page never shows a result."""
+    import time
+
+    from conftest import LONG, speech_video
+
+    video = speech_video(LONG, tmp_path / "long.mp4")  # long enough to be cancelled mid-way
+    jobs_dir = app_server[1]
+    before = set(jobs_dir.iterdir())
+    page.locator("#files input[type=file]").set_input_files(str(video))
+    page.locator("#files").get_by_text("long.mp4").wait_for()
+    page.locator("#generate").click()
+    deadline = time.monotonic() + 60
+    while set(jobs_dir.iterdir()) == before:  # the job has started
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    page.locator("#cancel").click()
+    while set(jobs_dir.iterdir()) != before:
+        assert time.monotonic() < deadline, "the cancelled job's folder was not removed"
+        time.sleep(0.1)
+    assert "Done" not in page.locator("#status").inner_text()
+    assert page.locator('#downloads a[download$=".srt"]').count() == 0

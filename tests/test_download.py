@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import ENGLISH
 
 from pipeline.download import check_url, download, explain, is_public_address
 from pipeline.errors import SubtitleError
-from pipeline.jobs import JobOptions, run_job
+from pipeline.jobs import JobSpec, Policy, run_job
 from pipeline.media import Limits, check_limits, hms, human_size
 from pipeline.model import ModelCache
-from pipeline.transcribe import TranscribeOptions
 
 
 @pytest.mark.parametrize(
@@ -118,23 +119,17 @@ def test_nothing_listens_is_a_message(tmp_path):
         download(f"http://127.0.0.1:{free_port()}/a.mp4", tmp_path, allow_private=True)
 
 
-@pytest.mark.parametrize(
-    "options, copies, message",
-    [
-        (JobOptions(limits=Limits(max_duration=5)), 1, rf"^{ENGLISH[0]}.mp4 is 0:\d\d long; this server takes up to 0:05"),
-        (JobOptions(limits=Limits(max_files=3)), 2, r"^4 files is too many for one job; this server takes up to 3$"),
-        (JobOptions(transcribe=TranscribeOptions(language="klingon")), 1, r"^Unknown language 'klingon'"),
-        (JobOptions(transcribe=TranscribeOptions(task="summarize")), 1, r"^Unknown task 'summarize'"),
-        (JobOptions(formats=("srt", "docx")), 1, r"^Choose at least one output format from srt, vtt, txt, json$"),
-    ],
-)  # fmt: skip
-def test_job_refuses_before_any_work(videos, tmp_path, options, copies, message):
-    """Every input and option is checked before the first input is transcribed (the model is never loaded)."""
+def test_inputs_over_the_limits_fail_before_any_work(videos, tmp_path):
+    """Every local input is checked against the server's limits before the first is transcribed: each fails alone
+    with its message, and the model is never loaded."""
     models = ModelCache()
-    inputs = [videos[ENGLISH[0]], videos[ENGLISH[1]]] * copies
-    with pytest.raises(SubtitleError, match=message):
-        run_job(inputs, tmp_path / "out", models, options)
-    assert not models.is_loaded("base") and not (tmp_path / "out").exists()
+    inputs = (videos[ENGLISH[0]], videos[ENGLISH[1]])
+    events = list(run_job(JobSpec(inputs), tmp_path / "out", models, Policy(Limits(max_duration=5))))
+    failed, result = events[:-1], events[-1]
+    assert [f.index for f in failed] == [0, 1] and result.files == () and result.failed == tuple(failed)
+    for f, video in zip(failed, inputs, strict=True):
+        assert re.match(rf"^{video.name} is 0:\d\d long; this server takes up to 0:05: use a shorter one$", f.message)
+    assert not models.is_loaded("base") and list((tmp_path / "out").iterdir()) == []
 
 
 def test_models_found_on_the_machine(monkeypatch, tmp_path):

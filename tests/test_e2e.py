@@ -118,7 +118,7 @@ def test_video_without_audio_is_a_clear_error(ov_model, model_cache, tmp_path):
         (["{clip}", "--format", "srt,docx"], "--format 'srt,docx' is not valid"),
         (["{clip}", "--language", "klingon"], "Unknown language 'klingon'"),
         (["{clip}", "--model", "huge"], "Unknown model 'huge'"),
-        (["{clip}", "--vad-threshold", "2"], "--vad-threshold is a probability"),
+        (["{clip}", "--vad-threshold", "2"], "--vad-threshold: The speech threshold is a probability"),
     ],
 )
 def test_cli_errors_are_one_line_with_exit_code_2(args, message, model_cache, tmp_path):
@@ -200,8 +200,8 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
 def test_no_cues_in_long_silence_or_noise(ov_model, audio, manifest):
     """30 s of digital silence and 30 s of white noise between real utterances: every utterance is there and no
     cue reaches into either stretch by more than the 0.3 s onset tolerance."""
-    from pipeline.jobs import _transcribe
-    from pipeline.media import SAMPLE_RATE, MediaInfo
+    from pipeline.jobs import subtitle_audio
+    from pipeline.media import SAMPLE_RATE
 
     rng = np.random.default_rng(0)
     silence = np.zeros(30 * SAMPLE_RATE, np.float32)
@@ -211,8 +211,7 @@ def test_no_cues_in_long_silence_or_noise(ov_model, audio, manifest):
     t0 = len(clips[0]) / SAMPLE_RATE
     t1 = t0 + 30 + len(clips[1]) / SAMPLE_RATE
     stretches = [(t0, t0 + 30), (t1, t1 + 30)]
-    result = _transcribe(samples, MediaInfo(len(samples) / SAMPLE_RATE, True, False), ov_model,
-                         TranscribeOptions(language="en"), None, None)  # fmt: skip
+    result = subtitle_audio(samples, ov_model, TranscribeOptions(language="en"))
     for start, end in stretches:
         inside = [s for s in result.segments if s.start < end - 0.3 and s.end > start + 0.3]
         assert inside == [], (start, end, inside)

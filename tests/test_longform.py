@@ -12,8 +12,8 @@ from whisper.decoding import DecodingResult
 
 from benchmarks.composition import compose, load_clips, onset_errors, onset_summary
 from pipeline.check import check, parse_srt
-from pipeline.jobs import _transcribe
-from pipeline.media import SAMPLE_RATE, MediaInfo
+from pipeline.jobs import subtitle_audio
+from pipeline.media import SAMPLE_RATE
 from pipeline.subtitles import to_srt
 from pipeline.transcribe import (
     TranscribeOptions,
@@ -52,8 +52,7 @@ def composition():
 @pytest.fixture(scope="module")
 def cues(ov_model, composition):
     audio = composition.audio
-    result = _transcribe(audio, MediaInfo(audio.size / SAMPLE_RATE, True, False), ov_model,
-                         TranscribeOptions(language="en"), None, None)  # fmt: skip
+    result = subtitle_audio(audio, ov_model, TranscribeOptions(language="en"))  # fmt: skip
     return result.segments
 
 
@@ -175,8 +174,7 @@ def test_no_cues_in_music(ov_model, audio, manifest):
     first, last = audio(CLIPS[0]), audio(CLIPS[1])
     samples = np.concatenate([first, music, last])
     start, end = first.size / SAMPLE_RATE, first.size / SAMPLE_RATE + 20
-    media = MediaInfo(samples.size / SAMPLE_RATE, True, False)
-    result = _transcribe(samples, media, ov_model, TranscribeOptions(language="en"), None, None)
+    result = subtitle_audio(samples, ov_model, TranscribeOptions(language="en"))
     assert [c for c in result.segments if c.start < end - 0.3 and c.end > start + 0.3] == []
     reference = manifest[CLIPS[0]]["reference_text"] + " " + manifest[CLIPS[1]]["reference_text"]
     assert wer(reference, " ".join(c.text.replace("\n", " ") for c in result.segments)) <= 0.08

@@ -57,19 +57,6 @@ def test_cjk_style_is_scaled_to_look_the_same_size():
 
 
 @pytest.mark.parametrize(
-    "style, message",
-    [
-        (Style(text_colour="white"), r"Colour 'white' is not valid: use #RRGGBB"),
-        (Style(outline_colour="#12345"), r"Colour '#12345' is not valid"),
-        (Style(position="middle"), r"Unknown position 'middle': use bottom or top"),
-    ],
-)
-def test_bad_style_is_a_message(style, message):
-    with pytest.raises(SubtitleError, match=message):
-        to_ass(CUES, 640, 360, style)
-
-
-@pytest.mark.parametrize(
     "seconds, text",
     [(0, "0:00:00.00"), (1.234, "0:00:01.23"), (59.999, "0:01:00.00"), (3661.5, "1:01:01.50"), (36000, "10:00:00.00")],
 )

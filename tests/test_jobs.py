@@ -1,0 +1,209 @@
+"""One job path: the JobSpec and the options that check themselves, the CLI and the page building equal specs, and
+run_job's behaviour that both rely on (a bad input fails alone, same-stem inputs, links, existing subtitles)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import srt
+from conftest import ENGLISH, clip_path, wer
+
+from pipeline.errors import OptionError, SubtitleError
+from pipeline.jobs import FileFailed, FileWritten, JobResult, JobSpec, Policy, run_job
+from pipeline.media import Limits
+from pipeline.model import ModelCache
+from pipeline.render import BurnOptions, Style
+from pipeline.transcribe import TranscribeOptions
+
+CLIP = Path("clip.mp4")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    "build, option, message",
+    [
+        (lambda: JobSpec(()), "inputs", "Upload a video or audio file, or paste a link, first"),
+        (lambda: JobSpec((CLIP,), formats=("srt", "docx")), "formats", "Choose at least one output format from srt, vtt, txt, json"),
+        (lambda: JobSpec((CLIP,), formats=()), "formats", "Choose at least one output format from srt, vtt, txt, json"),
+        (lambda: JobSpec((CLIP, CLIP), subtitles=Path("a.srt")), "subtitles", "Existing subtitles go with exactly one video"),
+        (lambda: TranscribeOptions(language="klingon"), "language", "Unknown language 'klingon': use 'auto' or a code such as en, de, es, fr, zh"),
+        (lambda: TranscribeOptions(task="summarize"), "task", "Unknown task 'summarize': use transcribe or translate"),
+        (lambda: TranscribeOptions(beam_size=0), "beam_size", "The beam size is 1 (greedy) or more"),
+        (lambda: TranscribeOptions(vad_threshold=2), "vad_threshold", "The speech threshold is a probability: a number between 0 and 1"),
+        (lambda: TranscribeOptions(batch_size=0), "batch_size", "The batch size must be between 1 and 32"),
+        (lambda: Style(position="middle"), "position", "Unknown position 'middle': use bottom or top"),
+        (lambda: Style(text_colour="white"), "text_colour", "Colour 'white' is not valid: use #RRGGBB, e.g. #FFFFFF"),
+        (lambda: Style(outline_colour="#12345"), "outline_colour", "Colour '#12345' is not valid: use #RRGGBB, e.g. #FFFFFF"),
+        (lambda: Style(font_size=0), "font_size", "The text size is a fraction of the picture's shorter side: 0 to 0.5"),
+        (lambda: Style(margin=0.9), "margin", "The margin is a fraction of the picture's height: 0 to 0.5"),
+        (lambda: BurnOptions(preview_seconds=0), "preview_seconds", "The preview length must be a positive number of seconds"),
+    ],
+)  # fmt: skip
+def test_every_bad_option_fails_where_it_is_built_with_one_message(build, option, message):
+    with pytest.raises(OptionError) as raised:
+        build()
+    assert (raised.value.option, str(raised.value)) == (option, message)
+
+
+@pytest.mark.parametrize(
+    "given, means",
+    [
+        (TranscribeOptions(language="English"), TranscribeOptions(language="en")),
+        (TranscribeOptions(language="auto"), TranscribeOptions(language=None)),
+        (TranscribeOptions(beam_size=1), TranscribeOptions(beam_size=None)),
+        (JobSpec((CLIP,), formats=(" SRT", "vtt", "srt")), JobSpec((CLIP,), formats=("srt", "vtt"))),
+        (JobSpec((CLIP,), formats=("json",)), JobSpec((CLIP,), transcribe=TranscribeOptions(word_timestamps=True), formats=("json",))),
+    ],
+)  # fmt: skip
+def test_options_are_normalised_where_they_are_built(given, means):
+    assert given == means
+
+
+@pytest.mark.parametrize(
+    "argv, form",
+    [
+        ([], {}),
+        (["-l", "de", "--task", "translate", "--beam-size", "1", "-f", "srt,json"],
+         {"language": "de", "task": "translate", "beam_size": 1, "formats": ["srt", "json"]}),
+        (["--burn", "--preview", "60", "--font-size", "0.07", "--position", "top", "--text-colour", "#FFFF00",
+          "--box", "--margin", "0.1", "--soft"],
+         {"burn_in": "preview", "font_size": 7, "position": "top", "text_colour": "#FFFF00", "box": True, "margin": 10,
+          "soft": True}),
+        (["--no-vad", "--batch-size", "4", "--max-line-chars", "37", "--max-cps", "17", "--precision", "f32"],
+         {"vad": False, "batch_size": 4, "max_line_chars": 37, "max_cps": 17, "precision": "f32"}),
+        (["--no-cue-rules", "--initial-prompt", "OpenVINO", "--no-condition-on-previous-text"],
+         {"cue_rules": False, "initial_prompt": "OpenVINO", "condition_on_previous_text": False}),
+    ],
+)  # fmt: skip
+def test_the_page_and_the_cli_build_the_same_job(argv, form):
+    """form_to_spec (the page, no Gradio involved) and the CLI's parse of the same choices give equal JobSpecs."""
+    from app import form_to_spec
+    from pipeline.__main__ import build_spec, parse_args
+
+    assert form_to_spec(files=[str(CLIP)], **form) == build_spec(parse_args([str(CLIP), *argv]))
+
+
+def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
+    models = ModelCache()
+    with pytest.raises(SubtitleError, match=r"^3 files is too many for one job; this server takes up to 2$"):
+        next(run_job(JobSpec((CLIP,) * 3), tmp_path / "out", models, Policy(Limits(max_files=2))))
+    with pytest.raises(OptionError, match=r"^Unknown model 'small': choose one of the list$"):
+        next(
+            run_job(JobSpec((CLIP,), model=replace_model("small")), tmp_path / "out", models, Policy(models=("base",)))
+        )
+    assert not models.is_loaded("base") and not (tmp_path / "out").exists()
+
+
+def replace_model(name: str):
+    from pipeline.model import ModelOptions
+
+    return ModelOptions(name)
+
+
+def run(spec: JobSpec, out: Path, models: ModelCache, policy: Policy = Policy()) -> tuple[list, JobResult]:
+    events = list(run_job(spec, out, models, policy))
+    assert isinstance(events[-1], JobResult)
+    return events[:-1], events[-1]
+
+
+@pytest.mark.slow
+def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, videos, manifest, tmp_path):
+    """Two inputs named alike in different folders and one that is not media: two sets of files with distinct
+    names, one FileFailed with its message, nothing of the bad input left, and normal file permissions."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    shutil.copy(videos[ENGLISH[0]], a / "talk.mp4")
+    shutil.copy(videos[ENGLISH[1]], b / "talk.mp4")
+    (tmp_path / "notes.mp4").write_text("not a video")
+    models = ModelCache(loaded={("base", "f32"): ov_model})
+    spec = JobSpec(
+        (a / "talk.mp4", tmp_path / "notes.mp4", b / "talk.mp4"), replace_model_f32(), formats=("srt", "txt")
+    )
+    out = tmp_path / "out"
+    old = os.umask(0o022)
+    try:
+        events, result = run(spec, out, models)
+    finally:
+        os.umask(old)
+    failed = [e for e in events if isinstance(e, FileFailed)]
+    assert [(f.index, f.name) for f in failed] == [(1, "notes.mp4")]
+    assert failed[0].message.startswith("notes.mp4 is not a media file ffmpeg can read")
+    assert sorted(p.name for p in out.iterdir()) == ["talk (2).srt", "talk (2).txt", "talk.srt", "talk.txt"]
+    assert [e.path.name for e in events if isinstance(e, FileWritten)] == ["talk.srt", "talk.txt", "talk (2).srt",
+                                                                          "talk (2).txt"]  # fmt: skip
+    for clip, name in ((ENGLISH[0], "talk.srt"), (ENGLISH[1], "talk (2).srt")):
+        text = " ".join(c.content for c in srt.parse((out / name).read_text(encoding="utf-8")))
+        assert wer(manifest[clip]["reference_text"], text) <= 0.10
+        assert (out / name).stat().st_mode & 0o777 == 0o644
+    assert [f.source.name for f in result.files] == ["talk.mp4", "talk.mp4"] and result.failed == tuple(failed)
+
+
+def replace_model_f32():
+    from pipeline.model import ModelOptions
+
+    return ModelOptions("base", "f32")
+
+
+def cli(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env,
+                          timeout=900, cwd=ROOT)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_cli_takes_links_and_a_bad_input_fails_alone(media_server, model_cache, manifest, tmp_path):
+    out = tmp_path / "out"
+    proc = cli(f"{media_server}/{ENGLISH[1]}.mp4", str(tmp_path / "missing.mp4"), "-o", str(out), "-q",
+               cache=model_cache)  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "missing.mp4 does not exist" in lines[0]
+    assert [p.name for p in out.iterdir()] == [f"{ENGLISH[1]}.srt"]  # named for the link's title
+    text = " ".join(c.content for c in srt.parse((out / f"{ENGLISH[1]}.srt").read_text(encoding="utf-8")))
+    assert wer(manifest[ENGLISH[1]]["reference_text"], text) <= 0.10
+
+
+def test_import_of_the_render_module_keeps_its_functions():
+    """pipeline/__init__ once re-exported subtitles.render under the name of the module pipeline.render."""
+    code = "import pipeline.render, pipeline; print(pipeline.render.burn.__name__, pipeline.render.mux_soft.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert proc.stdout.split() == ["burn", "mux_soft"]
+
+
+@pytest.mark.slow
+def test_cli_burns_and_muxes_existing_subtitles_without_transcribing(tmp_path):
+    """--subtitles FILE: the cues come from the file, nobody transcribes (no model cache is even made), and the
+    burned frame reads back the file's text."""
+    from conftest import speech_video
+    from test_render import TESSERACT, frame, ocr, words
+
+    from pipeline.media import probe
+
+    video = speech_video(ENGLISH[0], tmp_path / "clip.mp4")
+    given = tmp_path / "fixed.vtt"
+    given.write_text("WEBVTT\n\n00:00.500 --> 00:04.000\nHELLO EDITED WORLD\n", encoding="utf-8")
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    proc = cli(str(video), "--subtitles", str(given), "--burn", "--soft", "-f", "srt,vtt", "-o", str(out), "-q",
+               cache=cache)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["clip.srt", "clip.subs.mkv", "clip.subs.mp4",
+                                                     "clip.subtitled.mp4", "clip.vtt"]  # fmt: skip
+    assert (out / "clip.srt").read_text(encoding="utf-8") == "1\n00:00:00,500 --> 00:00:04,000\nHELLO EDITED WORLD\n"
+    assert not cache.exists()  # no model was looked up, let alone exported
+    assert probe(out / "clip.subs.mkv").duration == pytest.approx(probe(video).duration, abs=0.1)
+    if TESSERACT is not None:
+        assert {"hello", "edited", "world"} <= words(ocr(frame(out / "clip.subtitled.mp4", 2.0), tmp_path))
+
+
+def test_unreadable_subtitles_are_a_message(tmp_path):
+    given = tmp_path / "notes.srt"
+    given.write_text("just some text\n", encoding="utf-8")
+    video = clip_path(ENGLISH[0])
+    proc = cli(str(video), "--subtitles", str(given), "-o", str(tmp_path / "out"), cache=tmp_path / "cache")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: No cues found: the subtitles must be an SRT or WebVTT file"]
