@@ -4,7 +4,8 @@ A `JobSpec` says what to do (inputs, model, transcription options, cue rules, fo
 `Policy` says what the server allows (limits, private links). `run_job(spec, out_dir, models, policy)` is a generator
 of typed events: `Progress`, `SourceFound`, `CueDecoded`, `FileWritten`, `FileFailed`; its last item is the
 `JobResult`. The CLI prints the events; the web app shows them. The work runs in a thread of its own, so a consumer
-that stops reading (a closed page, Ctrl-C) stops the job at its next event.
+that stops reading (a closed page, Ctrl-C) stops the job at its next event; closing the generator returns once the
+work has stopped.
 
 An input that fails (unreadable, no audio, over a limit, a dead link) fails alone: a `FileFailed` event, none of its
 files left behind, and the other inputs go on. Options are checked where they are built (each dataclass checks
@@ -179,7 +180,8 @@ def run_job(
         except BaseException as e:  # handed to the consumer's thread, which raises it there
             events.put(_Raised(e))
 
-    threading.Thread(target=work, name="subtitle-job", daemon=True).start()
+    worker = threading.Thread(target=work, name="subtitle-job", daemon=True)
+    worker.start()
     last = Progress(0.0, "Starting")
     try:
         while True:
@@ -197,6 +199,7 @@ def run_job(
                 return
     finally:
         stop.set()
+        worker.join()  # a stopped job has stopped working (at its next event: a window, a download chunk, ...)
 
 
 @dataclass(frozen=True)
