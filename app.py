@@ -26,6 +26,7 @@ import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
+from pipeline.check import check, parse_srt
 from pipeline.errors import OptionError
 from pipeline.jobs import (
     CueDecoded,
@@ -111,6 +112,7 @@ class SubtitleApp:
         vad: bool = True,
         precision: str = "auto",
         batch_size: int = TranscribeOptions.batch_size,
+        subtitles: str | None = None,
         progress: gr.Progress = gr.Progress(),
     ) -> Iterator[tuple]:
         """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
@@ -124,6 +126,25 @@ class SubtitleApp:
             # the reason stays in the status line (the pop-up goes after a few seconds)
             yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
             raise gr.Error(str(e), print_exception=False) from None
+
+    def apply_edits(self, table, *form) -> Iterator[tuple]:
+        """The job again with the cue table as its subtitles (and the form's formats, burn-in and style): nothing is
+        transcribed. The table's edits are what the files, the preview and the burned video show."""
+        rows = table.values.tolist() if hasattr(table, "values") else (table or {}).get("data", []) or []
+        rows = [r for r in rows if any(str(v).strip() for v in r)]
+        self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
+        edited = Path(tempfile.mkdtemp(prefix="edits-", dir=self.options.jobs_dir)) / "edited.srt"
+        try:
+            try:
+                if not rows:
+                    raise SubtitleError("There are no cues to make files from: generate the subtitles first")
+                edited.write_text(cues_to_srt(rows), encoding="utf-8")
+            except SubtitleError as e:
+                yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
+                raise gr.Error(str(e), print_exception=False) from None
+            yield from self.subtitle(*form[:-1], subtitles=str(edited))
+        finally:
+            shutil.rmtree(edited.parent, ignore_errors=True)
 
     def describe(self, files: list[str] | None) -> str:
         """The media line for files as they are uploaded: title and duration, before any job."""
@@ -200,7 +221,7 @@ class SubtitleApp:
 
     def _final(self, result: JobResult, job_dir: Path, several: bool, took: float) -> tuple:
         first = result.files[0]
-        languages = [LANGUAGES.get(f.result.info.language, f.result.info.language).title() for f in result.files]
+        languages = [LANGUAGES.get(f.result.info.language, "").title() for f in result.files]  # ("und": given cues)
         about = _about([f.source for f in result.files], languages)
         if first.burned is not None:  # the burned-in video is the preview (a track on top would draw the text twice)
             preview = gr.Video(value=str(first.burned), subtitles=None)
@@ -245,8 +266,10 @@ def form_to_spec(
     vad: bool = True,
     precision: str = "auto",
     batch_size: int = TranscribeOptions.batch_size,
+    subtitles: str | None = None,
 ) -> JobSpec:
-    """The JobSpec the page's form asks for (pure: no Gradio). Sizes and margins are in % on the page."""
+    """The JobSpec the page's form asks for (pure: no Gradio). Sizes and margins are in % on the page. With
+    `subtitles` (an SRT or WebVTT file), those are the cues: nothing is transcribed."""
     if burn_in not in {value for _, value in BURN_CHOICES}:
         raise OptionError("burn", f"Unknown burn-in choice {burn_in!r}: use none, preview or full")
     return JobSpec(
@@ -277,6 +300,36 @@ def form_to_spec(
             preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
         ),
         soft=bool(soft),
+        subtitles=Path(subtitles) if subtitles else None,
+    )
+
+
+def cues_to_srt(rows: list[list[str]]) -> str:
+    """The cue table (Start, End, Text; " / " between lines) as SRT text; a time that is not one is a message."""
+    blocks = []
+    for n, row in enumerate(rows, start=1):
+        start, end, text = (str(v).strip() for v in row[-3:])
+        for name, value in (("start", start), ("end", end)):
+            if not re.fullmatch(r"(\d+:)?\d{1,2}:\d{2}([.,]\d{1,3})?", value):
+                raise SubtitleError(f"Cue {n}: the {name} {value!r} is not a time like 00:01:02.500")
+        stamp = [v.replace(".", ",") if "." in v or "," in v else v + ",000" for v in (start, end)]
+        blocks.append(f"{n}\n{stamp[0]} --> {stamp[1]}\n" + "\n".join(line.strip() for line in text.split(" / ")))
+    return "\n\n".join(blocks) + "\n"
+
+
+def cue_problems(table) -> str:
+    """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does."""
+    rows = table.values.tolist() if hasattr(table, "values") else (table or {}).get("data", table) or []
+    rows = [r for r in rows if any(str(v).strip() for v in r)]
+    if not rows:
+        return ""
+    try:
+        problems = check(parse_srt(cues_to_srt(rows)))
+    except SubtitleError as e:
+        return f"**{_escape(str(e))}**"
+    lines = [f"- cue {p.cue.index}: {p.rule}: {_escape(p.detail)}" for p in problems]
+    return (
+        ("**Breaks the readability rules:**\n" + "\n".join(lines)) if lines else "All cues pass the readability rules."
     )
 
 
@@ -285,7 +338,7 @@ def _about(sources: list[Source], languages: list[str] = ()) -> str:
     lines = []
     for i, s in enumerate(sources):
         facts = [hms(s.duration)] if s.duration else []
-        facts += [languages[i]] if i < len(languages) else []
+        facts += [languages[i]] if i < len(languages) and languages[i] else []
         lines.append(" · ".join([f"**{_escape(s.title)}**", *facts]))
     return "\n\n".join(lines)
 
@@ -367,6 +420,12 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                         box = gr.Checkbox(False, label="Box behind the text")
                     margin = gr.Slider(0, 30, value=0, step=1, label="Margin (% of the height; 0 = automatic)")
                     soft = gr.Checkbox(False, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)")
+                    subtitles = gr.File(
+                        label="Your own subtitles (SRT or WebVTT): used instead of transcribing",
+                        file_types=[".srt", ".vtt"],
+                        type="filepath",
+                        elem_id="subtitles",
+                    )
                 with gr.Row():
                     button = gr.Button("Generate subtitles", variant="primary", elem_id="generate", scale=3)
                     cancel = gr.Button("Cancel", elem_id="cancel", scale=1)
@@ -377,45 +436,58 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 downloads = gr.File(label="Download", file_count="multiple", interactive=False, elem_id="downloads")
         cues = gr.Dataframe(
             headers=["Start", "End", "Text"],
-            label="Cues",
-            interactive=False,
+            label="Cues (edit a time or a text, then make the files again: nothing is transcribed again)",
+            interactive=True,
             wrap=True,
             column_widths=["12%", "12%"],
             elem_id="cues",
         )
+        with gr.Row():
+            apply = gr.Button("Make the files from these cues", elem_id="apply", scale=1)
+            problems = gr.Markdown(elem_id="problems")
         files.upload(app.describe, files, about, show_progress="hidden")
+        form = [
+            files,
+            url,
+            model,
+            language,
+            task,
+            formats,
+            beam_size,
+            prompt,
+            condition,
+            burn_in,
+            font_size,
+            position,
+            text_colour,
+            outline_colour,
+            box,
+            margin,
+            soft,
+            cue_rules,
+            max_line_chars,
+            max_cps,
+            vad,
+            precision,
+            batch_size,
+            subtitles,
+        ]  # in the order of SubtitleApp.subtitle's parameters
         job = button.click(
             app.subtitle,
-            [
-                files,
-                url,
-                model,
-                language,
-                task,
-                formats,
-                beam_size,
-                prompt,
-                condition,
-                burn_in,
-                font_size,
-                position,
-                text_colour,
-                outline_colour,
-                box,
-                margin,
-                soft,
-                cue_rules,
-                max_line_chars,
-                max_cps,
-                vad,
-                precision,
-                batch_size,
-            ],
+            form,
             [about, status, cues, preview, downloads],
             api_name="subtitle",
             show_progress_on=[status],
         )
-        cancel.click(None, None, None, cancels=[job])  # the job stops at its next event and removes its folder
+        edits = apply.click(
+            app.apply_edits,
+            [cues, *form],
+            [about, status, cues, preview, downloads],
+            api_name="apply_edits",
+            show_progress_on=[status],
+        )
+        cues.input(cue_problems, cues, problems, show_progress="hidden")  # the rules, checked as the person edits
+        cancel.click(None, None, None, cancels=[job, edits])  # the job stops at its next event and removes its folder
     return demo
 
 

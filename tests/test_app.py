@@ -179,3 +179,20 @@ def test_burned_preview_and_soft_tracks(client, videos, manifest):
     assert (burned.video_codec, burned.audio_codec) == ("h264", "aac")
     assert preview["value"].endswith(".subtitled.mp4") and not preview.get("subtitles")
     assert wer(manifest[stem]["reference_text"], srt_text(downloads[0])) <= 0.10
+
+
+def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
+    """The same endpoint with `subtitles`: the given cues are burned and written as asked, nothing transcribed."""
+    from pipeline.media import probe
+
+    given = tmp_path / "given.srt"
+    given.write_text("1\n00:00:01,000 --> 00:00:03,000\nOur own words\n", encoding="utf-8")
+    _, status, cues, _, downloads = client.predict(
+        files=[handle_file(str(videos[ENGLISH[0]]))], subtitles=handle_file(str(given)), formats=["srt", "vtt"],
+        burn_in="preview", api_name="/subtitle",
+    )  # fmt: skip
+    names = [d.rsplit("/", 1)[-1] for d in downloads]
+    assert names == [f"{ENGLISH[0]}.srt", f"{ENGLISH[0]}.vtt", f"{ENGLISH[0]}.subtitled.mp4"]
+    assert open(downloads[0], encoding="utf-8").read() == "1\n00:00:01,000 --> 00:00:03,000\nOur own words\n"
+    assert cues["data"] == [["00:00:01.000", "00:00:03.000", "Our own words"]]
+    assert probe(downloads[2]).has_video and status.startswith("Done")

@@ -146,3 +146,37 @@ def test_cancel_stops_the_job(page, app_server, tmp_path):
         time.sleep(0.1)
     assert "Done" not in page.locator("#status").inner_text()
     assert page.locator('#downloads a[download$=".srt"]').count() == 0
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="no tesseract: apt-get install tesseract-ocr")
+def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
+    """Fix a cue's text in the table, ask for a burned-in preview, make the files again: the SRT and the burned
+    picture carry the new text, nothing is transcribed again, and the rule checker speaks as the cue is edited."""
+    from test_render import frame, ocr, words
+
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for()
+    page.locator("#generate").click()
+    page.locator("#status").get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
+    first = list(srt.parse(download_srt(page, tmp_path)))[0]
+
+    cell = page.locator('#cues [data-testid="cell-0-2"]')  # row 0, the Text column
+    cell.dblclick()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type("ZEBRA QUARTZ HELLO")
+    page.keyboard.press("Enter")
+    page.locator("#problems").get_by_text("readability rules").wait_for(timeout=10_000)
+
+    page.get_by_text("Video with subtitles").click()
+    page.get_by_label("First 60 s (fast preview)").check()
+    page.locator("#apply").click()
+    link = page.locator('#downloads a[download$=".subtitled.mp4"]').first  # only this job makes one
+    link.wait_for(timeout=JOB_TIMEOUT)
+    cues = list(srt.parse(download_srt(page, tmp_path)))
+    assert cues[0].content == "ZEBRA QUARTZ HELLO" and cues[0].start == first.start
+    with page.expect_download() as download:
+        link.click()
+    burned = tmp_path / "burned.mp4"
+    download.value.save_as(burned)
+    middle = (cues[0].start.total_seconds() + cues[0].end.total_seconds()) / 2
+    assert {"zebra", "quartz", "hello"} <= words(ocr(frame(burned, middle), tmp_path))
