@@ -10,7 +10,10 @@ function is the API endpoint `/subtitle` (see the README for a gradio_client exa
 from __future__ import annotations
 
 import argparse
+import contextlib
+import inspect
 import ipaddress
+import itertools
 import logging
 import os
 import re
@@ -18,9 +21,10 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
@@ -66,6 +70,74 @@ LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n i
 
 
 @dataclass(frozen=True)
+class Field:
+    """One input of the page's form: its name (form_to_spec's and the API's), its default (read from the options
+    dataclasses) and how to draw it."""
+
+    name: str
+    default: Any
+    widget: Callable[[Any, SubtitleApp], gr.Component]  # (default, app) -> the component
+    group: str = "main"  # where it sits: main, advanced, video
+    row: int | None = None  # fields with the same row sit side by side
+
+
+_T, _S, _R = TranscribeOptions(), Style(), CueRules()
+FORM: tuple[Field, ...] = (  # the form, in the API's order
+    Field("files", None, lambda v, app: gr.File(
+        label="Videos or audio files (drop one or several)", file_count="multiple", type="filepath",
+        elem_id="files")),
+    Field("url", "", lambda v, app: gr.Textbox(
+        v, label="…or paste a link", placeholder="https://www.youtube.com/watch?v=… or a link to a .mp4 file",
+        elem_id="url")),
+    Field("model", DEFAULT_MODEL, lambda v, app: gr.Dropdown(
+        app.model_choices, value=app.model_choices[0][1], label="Model",
+        info="More: start the app with --model small (a name, a .pt file or a faster-whisper folder)"), row=1),
+    Field("language", _T.language or "auto", lambda v, app: gr.Dropdown(
+        LANGUAGE_CHOICES, value=v, label="Spoken language"), row=1),
+    Field("task", _T.task, lambda v, app: gr.Radio(TASK_CHOICES, value=v, label="Task"), row=2),
+    Field("formats", list(JobSpec.formats), lambda v, app: gr.CheckboxGroup(
+        FORMAT_CHOICES, value=v, label="Subtitle files"), row=2),
+    Field("beam_size", _T.beam_size or 1, lambda v, app: gr.Slider(
+        1, 10, value=v, step=1, label="Beam size (1 = greedy: faster, less exact)"), "advanced"),
+    Field("initial_prompt", "", lambda v, app: gr.Textbox(
+        v, label="Initial prompt (names, terms or style to expect)", lines=2), "advanced"),
+    Field("condition_on_previous_text", _T.condition_on_previous_text, lambda v, app: gr.Checkbox(
+        v, label="Use the previous text as context (off: fewer repetitions)"), "advanced"),
+    Field("vad", _T.vad, lambda v, app: gr.Checkbox(
+        v, label="Voice activity detection: no text where nobody speaks, exact starts"), "advanced"),
+    Field("precision", ModelOptions.precision, lambda v, app: gr.Dropdown(
+        PRECISION_CHOICES, value=v, label="Precision (auto: the fastest for this CPU)"), "advanced"),
+    Field("batch_size", _T.batch_size, lambda v, app: gr.Slider(
+        1, 16, value=v, step=1,
+        label="Batch size (windows decoded at once; long videos are cut at pauses into parts)"), "advanced"),
+    Field("cue_rules", JobSpec.rules is not None, lambda v, app: gr.Checkbox(
+        v, label="Readable cues: broadcast rules for lines, reading speed, timing"), "advanced"),
+    Field("max_line_chars", _R.max_line_chars, lambda v, app: gr.Slider(
+        20, 60, value=v, step=1, label="Characters per line"), "advanced", row=3),
+    Field("max_cps", _R.max_cps, lambda v, app: gr.Slider(
+        10, 30, value=v, step=1, label="Characters per second"), "advanced", row=3),
+    Field("burn_in", "none", lambda v, app: gr.Radio(
+        BURN_CHOICES, value=v, label="Burn the subtitles into the picture"), "video"),
+    Field("font_size", 100 * _S.font_size, lambda v, app: gr.Slider(
+        2, 12, value=v, step=0.5, label="Text size (% of the shorter side)"), "video", row=4),
+    Field("position", _S.position, lambda v, app: gr.Radio(
+        [("Bottom", "bottom"), ("Top", "top")], value=v, label="Position"), "video", row=4),
+    Field("text_colour", _S.text_colour, lambda v, app: gr.ColorPicker(v, label="Text colour"), "video", row=5),
+    Field("outline_colour", _S.outline_colour, lambda v, app: gr.ColorPicker(
+        v, label="Outline / box colour"), "video", row=5),
+    Field("box", _S.box, lambda v, app: gr.Checkbox(v, label="Box behind the text"), "video", row=5),
+    Field("margin", 100 * (_S.margin or 0), lambda v, app: gr.Slider(
+        0, 30, value=v, step=1, label="Margin (% of the height; 0 = automatic)"), "video"),
+    Field("soft", JobSpec.soft, lambda v, app: gr.Checkbox(
+        v, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)"), "video"),
+    Field("subtitles", None, lambda v, app: gr.File(
+        label="Your own subtitles (SRT or WebVTT): used instead of transcribing", file_types=[".srt", ".vtt"],
+        type="filepath", elem_id="subtitles"), "video"),
+)  # fmt: skip
+DEFAULTS = {f.name: f.default for f in FORM}
+
+
+@dataclass(frozen=True)
 class ServerOptions:
     limits: Limits = Limits()
     allow_private_urls: bool = False  # let links point at localhost/LAN (only for a server on a private machine)
@@ -87,51 +159,22 @@ class SubtitleApp:
             except OSError:
                 pass
 
-    def subtitle(
-        self,
-        files: list[str] | None = None,
-        url: str | None = None,
-        model: str = DEFAULT_MODEL,
-        language: str = "auto",
-        task: str = "transcribe",
-        formats: list[str] | None = None,
-        beam_size: int = 5,
-        initial_prompt: str | None = None,
-        condition_on_previous_text: bool = True,
-        burn_in: str = "none",
-        font_size: float = 5.5,
-        position: str = "bottom",
-        text_colour: str = "#FFFFFF",
-        outline_colour: str = "#000000",
-        box: bool = False,
-        margin: float = 0.0,
-        soft: bool = False,
-        cue_rules: bool = True,
-        max_line_chars: int = 42,
-        max_cps: float = 20.0,
-        vad: bool = True,
-        precision: str = "auto",
-        batch_size: int = TranscribeOptions.batch_size,
-        subtitles: str | None = None,
-        progress: gr.Progress = gr.Progress(),
-    ) -> Iterator[tuple]:
-        """Yields (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
-        form = dict(locals())
-        del form["self"], form["progress"]
+    def subtitle(self, **form) -> Iterator[tuple]:
+        """One job from the page's form (FORM's names; what is not given is its default). Yields (about, status, cue
+        table, preview video, files to download) as the job goes; the last is complete."""
         yield "", "", _table([], False), None, None  # a new job starts from a clean page: no old results beside it
         try:
             spec = form_to_spec(**form)
-            yield from self._run(spec, progress)
+            yield from self._run(spec)
         except SubtitleError as e:
             # the reason stays in the status line (the pop-up goes after a few seconds)
             yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
             raise gr.Error(str(e), print_exception=False) from None
 
-    def apply_edits(self, table, *form) -> Iterator[tuple]:
+    def apply_edits(self, table, **form) -> Iterator[tuple]:
         """The job again with the cue table as its subtitles (and the form's formats, burn-in and style): nothing is
         transcribed. The table's edits are what the files, the preview and the burned video show."""
-        rows = table.values.tolist() if hasattr(table, "values") else (table or {}).get("data", []) or []
-        rows = [r for r in rows if any(str(v).strip() for v in r)]
+        rows = _rows(table)
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
         edited = Path(tempfile.mkdtemp(prefix="edits-", dir=self.options.jobs_dir)) / "edited.srt"
         try:
@@ -142,52 +185,45 @@ class SubtitleApp:
             except SubtitleError as e:
                 yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
                 raise gr.Error(str(e), print_exception=False) from None
-            yield from self.subtitle(*form[:-1], subtitles=str(edited))
+            yield from self.subtitle(**{**form, "subtitles": str(edited)})
         finally:
             shutil.rmtree(edited.parent, ignore_errors=True)
 
-    def describe(self, files: list[str] | None) -> str:
-        """The media line for files as they are uploaded: title and duration, before any job."""
+    def describe(self, files: list[str] | None, seen: list[str] | None = None) -> tuple[list[str], str, list[str]]:
+        """On upload: the files of this upload replace the ones before (the file box would add them to the list),
+        and the media line shows their titles and durations, before any job. Returns (files, media line, files)."""
+        files = [f for f in files or [] if f not in set(seen or [])] or list(files or [])
         sources = []
-        for name in files or []:
+        for name in files:
             try:
                 sources.append(Source(Path(name).name, Path(name).name, Path(name), probe(Path(name))))
             except SubtitleError as e:
-                return f"**Error:** {_escape(str(e))}"
-        return _about(sources)
+                return files, f"**Error:** {_escape(str(e))}", files
+        return files, _about(sources), files
 
-    def _run(self, spec: JobSpec, progress: gr.Progress) -> Iterator[tuple]:
+    def _run(self, spec: JobSpec) -> Iterator[tuple]:
+        """The job's events as page updates: the status line (stage, %, elapsed, time left) at least every second,
+        the cues in bursts (each update resends the whole table), the results at the end."""
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
         job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.options.jobs_dir))
         several = len(spec.inputs) > 1
         sources: dict[int, Source] = {}
         rows: list[list[str]] = []
-        last, unseen, finished = 0.0, False, False
+        line, last, unseen, finished = "Starting", 0.0, False, False
         started = time.monotonic()
         log.info("job %s: %d input(s), model %s", job_dir.name, len(spec.inputs), spec.model.model)
         events = run_job(spec, job_dir, self.models, self.policy, heartbeat=HEARTBEAT)
         try:
-            progress(0.0, desc="Starting")
+            yield gr.skip(), status_line(line, 0.0), gr.skip(), gr.skip(), gr.skip()
             for event in events:
                 if isinstance(event, Progress):
-                    progress(event.fraction, desc=event.message)  # None: an indeterminate bar
-                    if unseen:  # the next stage began: the burst of cues before it is complete
-                        unseen, last = False, time.monotonic()
-                        yield _about(list(sources.values())), "", _table(rows, several), gr.skip(), gr.skip()
-                        progress(event.fraction, desc=event.message)  # after a yield the page shows the bar again
-                    elif time.monotonic() - last >= HEARTBEAT:  # a closed page can stop this generator only at a yield
-                        last = time.monotonic()
-                        yield (gr.skip(),) * 5
-                        progress(event.fraction, desc=event.message)
-                    continue
-                if isinstance(event, SourceFound):
+                    line = event.line()
+                elif isinstance(event, SourceFound):
                     sources[event.index] = event.source
                     unseen = True
                 elif isinstance(event, CueDecoded):
                     name = [sources[event.index].title] if several else []
-                    rows.append(
-                        [*name, _time(event.segment.start), _time(event.segment.end), event.segment.text.strip()]
-                    )
+                    rows.append([*name, _time(event.cue.start), _time(event.cue.end), event.cue.text.strip()])
                     unseen = True
                 elif isinstance(event, FileFailed):
                     log.info("job %s: %s failed: %s", job_dir.name, event.name, event.message)
@@ -204,12 +240,19 @@ class SubtitleApp:
                     finished = True
                     yield final
                     return
-                # cues come in bursts (a 30-second window at a time): show a burst at once, not cue by cue
-                if unseen and time.monotonic() - last >= UPDATE_EVERY:
-                    unseen, last = False, time.monotonic()
-                    yield _about(list(sources.values())), "", _table(rows, several), gr.skip(), gr.skip()
+                # (a closed page can stop this generator only at a yield: run_job's heartbeat brings one each second)
+                # cues come in bursts (a 30-second window at a time): a burst is shown once the progress after it comes
+                burst_over = unseen and isinstance(event, Progress)
+                if burst_over or time.monotonic() - last >= UPDATE_EVERY:
+                    last = time.monotonic()
+                    status = status_line(line, last - started)
+                    if unseen:
+                        unseen = False
+                        yield _about(list(sources.values())), status, _table(rows, several), gr.skip(), gr.skip()
+                    else:
+                        yield gr.skip(), status, gr.skip(), gr.skip(), gr.skip()
         except SubtitleError:
-            log.info("job %s: failed", job_dir.name)
+            log.info("job %s: failed after %.1f s", job_dir.name, time.monotonic() - started)
             raise
         except Exception as e:
             log.error("job %s failed", job_dir.name, exc_info=e)
@@ -235,73 +278,61 @@ class SubtitleApp:
         rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding
             [*([f.source.title] if several else []), _time(c.start), _time(c.end), c.text.replace("\n", " / ")]
             for f in result.files
-            for c in f.result.segments
+            for c in f.result.cues
         ]
         outputs = [p for f in result.files for p in f.outputs]
         downloads = outputs if len(result.files) == 1 and not several else [zip_outputs(outputs, job_dir)]
         return about, status, _table(rows, several), preview, [str(p) for p in downloads]
 
 
-def form_to_spec(
-    files: list[str] | None = None,
-    url: str | None = None,
-    model: str = DEFAULT_MODEL,
-    language: str = "auto",
-    task: str = "transcribe",
-    formats: list[str] | None = None,
-    beam_size: int = 5,
-    initial_prompt: str | None = None,
-    condition_on_previous_text: bool = True,
-    burn_in: str = "none",
-    font_size: float = 5.5,
-    position: str = "bottom",
-    text_colour: str = "#FFFFFF",
-    outline_colour: str = "#000000",
-    box: bool = False,
-    margin: float = 0.0,
-    soft: bool = False,
-    cue_rules: bool = True,
-    max_line_chars: int = 42,
-    max_cps: float = 20.0,
-    vad: bool = True,
-    precision: str = "auto",
-    batch_size: int = TranscribeOptions.batch_size,
-    subtitles: str | None = None,
-) -> JobSpec:
-    """The JobSpec the page's form asks for (pure: no Gradio). Sizes and margins are in % on the page. With
-    `subtitles` (an SRT or WebVTT file), those are the cues: nothing is transcribed."""
-    if burn_in not in {value for _, value in BURN_CHOICES}:
-        raise OptionError("burn", f"Unknown burn-in choice {burn_in!r}: use none, preview or full")
+def form_to_spec(**form) -> JobSpec:
+    """The JobSpec the page's form asks for (pure: no Gradio), by FORM's names; a name not given takes its default.
+    Sizes and margins are in % on the page. With `subtitles` (an SRT or WebVTT file), those are the cues: nothing is
+    transcribed."""
+    unknown = set(form) - set(DEFAULTS)
+    if unknown:
+        raise OptionError(sorted(unknown)[0], f"Unknown option {sorted(unknown)[0]!r}")
+    f = {**DEFAULTS, **{k: v for k, v in form.items() if v is not None}}
+    if f["burn_in"] not in {value for _, value in BURN_CHOICES}:
+        raise OptionError("burn", f"Unknown burn-in choice {f['burn_in']!r}: use none, preview or full")
+    url = (f["url"] or "").strip()
     return JobSpec(
-        inputs=(*(Path(f) for f in files or []), *([url.strip()] if url and url.strip() else [])),
-        model=ModelOptions(model, precision),
+        inputs=(*(Path(name) for name in f["files"] or []), *([url] if url else [])),
+        model=ModelOptions(f["model"], f["precision"]),
         transcribe=TranscribeOptions(
-            language=language,
-            task=task,
-            beam_size=int(beam_size),
-            initial_prompt=(initial_prompt or "").strip() or None,
-            condition_on_previous_text=bool(condition_on_previous_text),
-            vad=bool(vad),
-            batch_size=int(batch_size),
+            language=f["language"],
+            task=f["task"],
+            beam_size=int(f["beam_size"]),
+            initial_prompt=(f["initial_prompt"] or "").strip() or None,
+            condition_on_previous_text=bool(f["condition_on_previous_text"]),
+            vad=bool(f["vad"]),
+            batch_size=int(f["batch_size"]),
         ),
-        rules=CueRules(max_line_chars=int(max_line_chars), max_cps=float(max_cps)) if cue_rules else None,
-        formats=tuple(formats or ("srt",)),
+        rules=CueRules(max_line_chars=int(f["max_line_chars"]), max_cps=float(f["max_cps"]))
+        if f["cue_rules"]
+        else None,
+        formats=tuple(f["formats"] or ("srt",)),
         burn=None
-        if burn_in == "none"
+        if f["burn_in"] == "none"
         else BurnOptions(
             Style(
-                float(font_size) / 100,
-                position,
-                _hex(text_colour),
-                _hex(outline_colour),
-                bool(box),
-                float(margin) / 100 if margin else None,
+                float(f["font_size"]) / 100,
+                f["position"],
+                _hex(f["text_colour"]),
+                _hex(f["outline_colour"]),
+                bool(f["box"]),
+                float(f["margin"]) / 100 if f["margin"] else None,
             ),
-            preview_seconds=PREVIEW_SECONDS if burn_in == "preview" else None,
+            preview_seconds=PREVIEW_SECONDS if f["burn_in"] == "preview" else None,
         ),
-        soft=bool(soft),
-        subtitles=Path(subtitles) if subtitles else None,
+        soft=bool(f["soft"]),
+        subtitles=Path(f["subtitles"]) if f["subtitles"] else None,
     )
+
+
+def status_line(line: str, elapsed: float) -> str:
+    """The page's one progress line: the job's own (stage · % · time left) and the time since it started."""
+    return f"{_escape(line)} · {hms(elapsed)} elapsed"
 
 
 def cues_to_srt(rows: list[list[str]]) -> str:
@@ -319,18 +350,23 @@ def cues_to_srt(rows: list[list[str]]) -> str:
 
 def cue_problems(table) -> str:
     """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does."""
-    rows = table.values.tolist() if hasattr(table, "values") else (table or {}).get("data", table) or []
-    rows = [r for r in rows if any(str(v).strip() for v in r)]
+    rows = _rows(table)
     if not rows:
         return ""
     try:
         problems = check(parse_srt(cues_to_srt(rows)))
     except SubtitleError as e:
         return f"**{_escape(str(e))}**"
-    lines = [f"- cue {p.cue.index}: {p.rule}: {_escape(p.detail)}" for p in problems]
+    lines = [f"- cue {p.index}: {p.rule}: {_escape(p.detail)}" for p in problems]
     return (
         ("**Breaks the readability rules:**\n" + "\n".join(lines)) if lines else "All cues pass the readability rules."
     )
+
+
+def _rows(table) -> list[list]:
+    """The cue table's rows that hold anything (Gradio gives a DataFrame, or a dict through the API)."""
+    rows = table.values.tolist() if hasattr(table, "values") else (table or {}).get("data", []) or []
+    return [r for r in rows if any(str(v).strip() for v in r)]
 
 
 def _about(sources: list[Source], languages: list[str] = ()) -> str:
@@ -363,73 +399,43 @@ def _time(seconds: float) -> str:
     return format_timestamp(seconds, ".")
 
 
+def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = ()) -> Callable[..., Iterator[tuple]]:
+    """`method(*before, **form)` as a Gradio function of positional values (`before`, then FORM's fields). Its
+    signature names the fields with their defaults: Gradio reads it for the API's parameter names."""
+    names = [*before, *DEFAULTS]
+
+    def call(*values) -> Iterator[tuple]:
+        yield from method(*values[: len(before)], **dict(zip(names[len(before) :], values[len(before) :])))
+
+    parameter = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    call.__signature__ = inspect.Signature([inspect.Parameter(n, parameter, default=DEFAULTS.get(n)) for n in names])
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
 def build_ui(app: SubtitleApp) -> gr.Blocks:
-    choices = app.model_choices
+    widgets: dict[str, gr.Component] = {}
+
+    def place(group: str) -> None:
+        for row, fields in itertools.groupby((f for f in FORM if f.group == group), key=lambda f: f.row):
+            with gr.Row() if row is not None else contextlib.nullcontext():
+                for f in fields:
+                    widgets[f.name] = f.widget(f.default, app)
+
     with gr.Blocks(title="Subtitle generator", delete_cache=(3600, 3600)) as demo:
         gr.Markdown("# Subtitle generator\nVideo in, subtitles out: Whisper on your CPU with OpenVINO.")
+        seen = gr.State([])  # the files of the last upload: a new upload replaces them
         with gr.Row():
             with gr.Column(scale=1):
-                files = gr.File(
-                    label="Videos or audio files (drop one or several)",
-                    file_count="multiple",
-                    type="filepath",
-                    elem_id="files",
-                )
-                url = gr.Textbox(
-                    label="…or paste a link",
-                    placeholder="https://www.youtube.com/watch?v=… or a link to a .mp4 file",
-                    elem_id="url",
-                )
-                with gr.Row():
-                    model = gr.Dropdown(
-                        choices,
-                        value=choices[0][1],
-                        label="Model",
-                        info="More: start the app with --model small (a name, a .pt file or a faster-whisper folder)",
-                    )
-                    language = gr.Dropdown(LANGUAGE_CHOICES, value="auto", label="Spoken language")
-                with gr.Row():
-                    task = gr.Radio(TASK_CHOICES, value="transcribe", label="Task")
-                    formats = gr.CheckboxGroup(FORMAT_CHOICES, value=["srt"], label="Subtitle files")
+                place("main")
                 with gr.Accordion("Advanced options", open=False):
-                    beam_size = gr.Slider(1, 10, value=5, step=1, label="Beam size (1 = greedy: faster, less exact)")
-                    prompt = gr.Textbox(label="Initial prompt (names, terms or style to expect)", lines=2)
-                    condition = gr.Checkbox(True, label="Use the previous text as context (off: fewer repetitions)")
-                    vad = gr.Checkbox(True, label="Voice activity detection: no text where nobody speaks, exact starts")
-                    precision = gr.Dropdown(
-                        PRECISION_CHOICES, value="auto", label="Precision (auto: the fastest for this CPU)"
-                    )
-                    batch_size = gr.Slider(
-                        1, 16, value=TranscribeOptions.batch_size, step=1,
-                        label="Batch size (windows decoded at once; long videos are cut at pauses into parts)",
-                    )  # fmt: skip
-                    cue_rules = gr.Checkbox(
-                        True, label="Readable cues: broadcast rules for lines, reading speed, timing"
-                    )
-                    with gr.Row():
-                        max_line_chars = gr.Slider(20, 60, value=42, step=1, label="Characters per line")
-                        max_cps = gr.Slider(10, 30, value=20, step=1, label="Characters per second")
+                    place("advanced")
                 with gr.Accordion("Video with subtitles", open=False):
-                    burn_in = gr.Radio(BURN_CHOICES, value="none", label="Burn the subtitles into the picture")
-                    with gr.Row():
-                        font_size = gr.Slider(2, 12, value=5.5, step=0.5, label="Text size (% of the shorter side)")
-                        position = gr.Radio([("Bottom", "bottom"), ("Top", "top")], value="bottom", label="Position")
-                    with gr.Row():
-                        text_colour = gr.ColorPicker("#FFFFFF", label="Text colour")
-                        outline_colour = gr.ColorPicker("#000000", label="Outline / box colour")
-                        box = gr.Checkbox(False, label="Box behind the text")
-                    margin = gr.Slider(0, 30, value=0, step=1, label="Margin (% of the height; 0 = automatic)")
-                    soft = gr.Checkbox(False, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)")
-                    subtitles = gr.File(
-                        label="Your own subtitles (SRT or WebVTT): used instead of transcribing",
-                        file_types=[".srt", ".vtt"],
-                        type="filepath",
-                        elem_id="subtitles",
-                    )
+                    place("video")
                 with gr.Row():
                     button = gr.Button("Generate subtitles", variant="primary", elem_id="generate", scale=3)
                     cancel = gr.Button("Cancel", elem_id="cancel", scale=1)
-                status = gr.Markdown(min_height=70, elem_id="status")  # the progress bar shows here
+                status = gr.Markdown(min_height=70, elem_id="status")  # one line: stage, %, elapsed, time left
             with gr.Column(scale=1):
                 about = gr.Markdown(label="Media", min_height=60, elem_id="about")
                 preview = gr.Video(label="Preview with subtitles", interactive=False, elem_id="preview")
@@ -445,48 +451,17 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         with gr.Row():
             apply = gr.Button("Make the files from these cues", elem_id="apply", scale=1)
             problems = gr.Markdown(elem_id="problems")
-        files.upload(app.describe, files, about, show_progress="hidden")
-        form = [
-            files,
-            url,
-            model,
-            language,
-            task,
-            formats,
-            beam_size,
-            prompt,
-            condition,
-            burn_in,
-            font_size,
-            position,
-            text_colour,
-            outline_colour,
-            box,
-            margin,
-            soft,
-            cue_rules,
-            max_line_chars,
-            max_cps,
-            vad,
-            precision,
-            batch_size,
-            subtitles,
-        ]  # in the order of SubtitleApp.subtitle's parameters
-        job = button.click(
-            app.subtitle,
-            form,
-            [about, status, cues, preview, downloads],
-            api_name="subtitle",
-            show_progress_on=[status],
-        )
+        files = widgets["files"]
+        files.upload(app.describe, [files, seen], [files, about, seen], show_progress="hidden")
+        form = [widgets[name] for name in DEFAULTS]
+        results = [about, status, cues, preview, downloads]
+        job = button.click(endpoint(app.subtitle), form, results, api_name="subtitle", show_progress="hidden")
         edits = apply.click(
-            app.apply_edits,
-            [cues, *form],
-            [about, status, cues, preview, downloads],
-            api_name="apply_edits",
-            show_progress_on=[status],
-        )
-        cues.input(cue_problems, cues, problems, show_progress="hidden")  # the rules, checked as the person edits
+            endpoint(app.apply_edits, ("table",)), [cues, *form], results, api_name="apply_edits",
+            show_progress="hidden",
+        )  # fmt: skip
+        # the rules, checked as the person edits (a quick pure function: not queued behind jobs)
+        cues.input(cue_problems, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last")
         cancel.click(None, None, None, cancels=[job, edits])  # the job stops at its next event and removes its folder
     return demo
 

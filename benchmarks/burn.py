@@ -60,7 +60,7 @@ def main() -> None:
         for name, options in runs:
             out = Path(tmp) / "out.mp4"
             started = time.monotonic()
-            burn(video, result.segments, out, result.info.language, options)
+            burn(video, result.cues, out, result.info.language, options)
             rows.append((name, time.monotonic() - started, out.stat().st_size))
             out.unlink()
     print(f"\n{minutes:.1f}-minute 1280x720 30 fps video (testsrc2 pattern, real speech), 2 CPU cores\n")

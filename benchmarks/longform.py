@@ -66,14 +66,14 @@ def run_ours_cues(comp: Composition, vad: bool) -> tuple[str, str]:
     from pipeline.transcribe import TranscribeOptions
 
     result = subtitle_audio(comp.audio, load_model(), TranscribeOptions(language="en", vad=vad))
-    cues = parse_srt(to_srt(result.segments))
-    broken = len({p.cue.index for p in check(cues)})
-    errors = np.abs(onset_errors([c.start for c in result.segments], comp.onsets))
+    cues = parse_srt(to_srt(result.cues))
+    broken = len({p.index for p in check(cues)})
+    errors = np.abs(onset_errors([c.start for c in result.cues], comp.onsets))
     stats = (
         f"{len(cues)} | {100 * (1 - broken / max(len(cues), 1)):.1f} % | {100 * np.mean(errors <= 0.3):.0f} % | "
         f"{np.median(errors):.2f} | {np.percentile(errors, 90):.2f}"
     )
-    return " ".join(c.text.replace("\n", " ") for c in result.segments), stats
+    return " ".join(c.text.replace("\n", " ") for c in result.cues), stats
 
 
 def run_openai(audio: np.ndarray, beam_size: int | None) -> str:

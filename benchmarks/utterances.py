@@ -102,7 +102,7 @@ def main() -> None:
             stray += len(inside)
             misses += [(mode, seed, f"cue in no speech at {c.start:.1f}: {c.text!r}") for c in inside]
             parsed = parse_srt(to_srt(cues))
-            passing += len(parsed) - len({q.cue.index for q in check(parsed)})
+            passing += len(parsed) - len({q.index for q in check(parsed)})
             n_cues += len(parsed)
         n = len(clips) * len(recordings)
         print(f"| {mode} | {100 * sum(errors) / words:.1f} % | {lost} of {n} ({raw_lost}) | "
@@ -123,7 +123,7 @@ def main() -> None:
 
 def subtitle(audio: np.ndarray, model, options: TranscribeOptions) -> list:
     """The cues the subtitle path writes for this audio."""
-    return subtitle_audio(audio, model, options).segments
+    return subtitle_audio(audio, model, options).cues
 
 
 if __name__ == "__main__":

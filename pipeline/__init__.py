@@ -31,11 +31,14 @@ from pipeline.jobs import (
 )
 from pipeline.media import load_audio, probe
 from pipeline.model import ModelCache, ModelOptions, OVWhisper, load_model
+from pipeline.segment import Cue, CueRules, Word
 from pipeline.subtitles import FORMATS
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, transcribe
+from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 
 __all__ = [
     "FORMATS",
+    "Cue",
+    "CueRules",
     "JobResult",
     "JobSpec",
     "ModelCache",

@@ -181,14 +181,13 @@ def _print(events, say) -> JobResult:
     shown = ""
     for event in events:
         if isinstance(event, Progress):
-            stage = re.sub(r"[\d:.%]+", "#", event.message.split(",")[0])  # a new stage, not a new percentage
-            if stage != shown:
-                shown = stage
-                say(event.message)
+            if event.message != shown:  # a new stage
+                shown = event.message
+                say(event.line())
         elif isinstance(event, SourceFound):
             names[event.index] = event.source.title
         elif isinstance(event, CueDecoded):
-            segment, share = event.segment, 100 * min(event.segment.end / max(event.duration, 1e-9), 1)
+            segment, share = event.cue, 100 * min(event.cue.end / max(event.duration, 1e-9), 1)
             say(
                 f"  [{format_timestamp(segment.start)} --> {format_timestamp(segment.end)}] {segment.text}  ({share:.0f}%)"
             )

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.segment import CueRules, is_cjk_text
+from pipeline.segment import Cue, CueRules, is_cjk
 from pipeline.subtitles import cue_blocks, format_timestamp
 
 SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
@@ -24,58 +24,52 @@ RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
 
 
 @dataclass(frozen=True)
-class Cue:
-    index: int  # 1-based position in the file
-    start: float
-    end: float
-    text: str  # lines joined with "\n", tags removed
-
-
-@dataclass(frozen=True)
 class Problem:
+    index: int  # of the cue, 1-based, in file order
     cue: Cue
     rule: str  # one of RULES
     detail: str
 
 
 def parse_srt(text: str) -> list[Cue]:
-    """Cues from SRT (or WebVTT) text, numbered in file order; tolerant of a BOM, CRLF, '.' for ',', missing or wrong
-    numbers and extra blank lines (pipeline.subtitles.cue_blocks)."""
-    return [Cue(i, start, end, body) for i, (start, end, body) in enumerate(cue_blocks(text), start=1)]
+    """Cues from SRT (or WebVTT) text, in file order (empty ones too: they count in the numbering); tolerant of a BOM,
+    CRLF, '.' for ',', missing or wrong numbers and extra blank lines (pipeline.subtitles.cue_blocks)."""
+    return [Cue(start, end, body) for start, end, body in cue_blocks(text)]
 
 
 def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
     """Every rule each cue breaks, in cue order."""
     problems = []
     for i, cue in enumerate(cues):
+        n = i + 1
         lines = cue.text.split("\n") if cue.text else []
-        for n, line in enumerate(lines, start=1):
-            limit = rules.max_line_chars_cjk if is_cjk_text(line) else rules.max_line_chars
+        for k, line in enumerate(lines, start=1):
+            limit = rules.max_line_chars_cjk if is_cjk(line) else rules.max_line_chars
             if len(line) > limit:
-                problems.append(Problem(cue, "line length", f"line {n} has {len(line)} characters (max {limit})"))
+                problems.append(Problem(n, cue, "line length", f"line {k} has {len(line)} characters (max {limit})"))
         if len(lines) > rules.max_lines:
-            problems.append(Problem(cue, "lines", f"{len(lines)} lines (max {rules.max_lines})"))
+            problems.append(Problem(n, cue, "lines", f"{len(lines)} lines (max {rules.max_lines})"))
         duration = cue.end - cue.start
         chars = sum(len(line) for line in lines)
         if duration > 0 and chars / duration > rules.max_cps:
             problems.append(
-                Problem(cue, "reading speed", f"{chars / duration:.1f} characters/s (max {rules.max_cps:g})")
+                Problem(n, cue, "reading speed", f"{chars / duration:.1f} characters/s (max {rules.max_cps:g})")
             )
         if duration < rules.min_duration - SRT_PRECISION:
-            problems.append(Problem(cue, "duration", f"{duration:.3f} s on screen (min {rules.min_duration:.3f})"))
+            problems.append(Problem(n, cue, "duration", f"{duration:.3f} s on screen (min {rules.min_duration:.3f})"))
         elif duration > rules.max_duration + SRT_PRECISION:
-            problems.append(Problem(cue, "duration", f"{duration:.3f} s on screen (max {rules.max_duration:g})"))
+            problems.append(Problem(n, cue, "duration", f"{duration:.3f} s on screen (max {rules.max_duration:g})"))
         if i + 1 < len(cues):
             gap = cues[i + 1].start - cue.end
             if gap < -SRT_PRECISION / 2:
-                problems.append(Problem(cue, "overlap", f"overlaps the next cue by {-gap:.3f} s"))
+                problems.append(Problem(n, cue, "overlap", f"overlaps the next cue by {-gap:.3f} s"))
             elif gap < rules.min_gap - SRT_PRECISION:
-                problems.append(Problem(cue, "gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
+                problems.append(Problem(n, cue, "gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
     return problems
 
 
 def summary(cues: Sequence[Cue], problems: Sequence[Problem]) -> str:
-    broken = len({p.cue.index for p in problems})
+    broken = len({p.index for p in problems})
     share = 100 * (len(cues) - broken) / len(cues) if cues else 100.0
     counts = Counter(p.rule for p in problems)
     by_rule = ", ".join(f"{rule} {counts[rule]}" for rule in RULES)
@@ -111,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             cue = problem.cue
             first = cue.text.split("\n")[0] if cue.text else ""
-            print(f"{path.name}: cue {cue.index} {format_timestamp(cue.start)} --> {format_timestamp(cue.end)}: "
+            print(f"{path.name}: cue {problem.index} {format_timestamp(cue.start)} --> {format_timestamp(cue.end)}: "
                   f"{problem.rule}: {problem.detail}  | {first[:60]}")  # fmt: skip
         print(f"{path.name}: {summary(cues, problems)}")
         any_broken = any_broken or bool(problems)

@@ -28,15 +28,19 @@ import numpy as np
 from pipeline.download import download
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.files import atomic_path
-from pipeline.media import Limits, MediaInfo, check_limits, hms, load_audio, require_audio
+from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
 from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft
-from pipeline.segment import CueRules, TimedWord
+from pipeline.segment import Cue, CueRules, Word
 from pipeline.segment import segment as segment_words
 from pipeline.subtitles import FORMATS, clean_cues, parse, render
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, Word, transcribe
+from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
+# Seconds of work per second of audio, before this process has timed a model (beam 5, 2 cores, from the speed
+# benchmark: base 22 s for 381 s); each transcription then records its own rate (_RATES) for the next estimates.
+_PRIOR_RATE = {"tiny": 0.03, "base": 0.06, "small": 0.2, "medium": 0.6, "turbo": 0.5, "large": 1.2}
+_RATES: dict[tuple, float] = {}
 _STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
 # With a burned-in or soft-subtitled video to make, encoding takes the last part of each input's bar.
 _STAGES_RENDERING = {"download": 0.0, "audio": 0.1, "model": 0.15, "transcribe": 0.2, "write": 0.7, "render": 0.72}
@@ -91,7 +95,7 @@ class Source:
 
 @dataclass(frozen=True)
 class SubtitleResult:
-    segments: tuple[Segment, ...]  # cleaned: ordered, non-overlapping, within the media
+    cues: tuple[Cue, ...]  # cleaned: ordered, non-overlapping, within the media
     info: TranscriptionInfo
     media: MediaInfo
 
@@ -108,7 +112,17 @@ class FileResult:
 @dataclass(frozen=True)
 class Progress:
     fraction: float | None  # of the whole job, 0..1; None when not known (an indeterminate bar)
-    message: str  # "Transcribing talk.mp4: 42% of the audio, about 1:10 left"
+    message: str  # the stage: "Transcribing talk.mp4"
+    left: float | None = None  # seconds the job is expected to take still; None: no estimate yet
+
+    def line(self) -> str:
+        """One line for a person: "Transcribing talk.mp4 · 42% · about 1:10 left"."""
+        parts = [self.message]
+        if self.fraction is not None:
+            parts.append(f"{100 * self.fraction:.0f}%")
+        if self.left is not None:
+            parts.append(f"about {hms(max(self.left, 1.0))} left")
+        return " · ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -120,7 +134,7 @@ class SourceFound:
 @dataclass(frozen=True)
 class CueDecoded:
     index: int
-    segment: Segment  # as decoded (the final cues, cut by the rules, are in the FileResult)
+    cue: Cue  # a segment as decoded (the final cues, cut by the rules, are in the FileResult)
     duration: float  # of the input's audio
 
 
@@ -227,6 +241,12 @@ class _Job:
         self.emit: Callable[[Event], None] = emit
         self.stems: set[str] = set()
         self.audio: dict[int, Future] = {}
+        self.durations: dict[int, float] = {}  # of the inputs whose length is known
+        self.pending: list[int] = []  # inputs still to be transcribed, in order
+        self.done = 0.0  # of the current input's audio
+        size = next((k for k in _PRIOR_RATE if Path(spec.model.model).name.startswith(k)), None)
+        self.rate_key = (spec.model.model, spec.model.precision, spec.transcribe.beam_size, spec.transcribe.batch_size)
+        self.rate = _RATES.get(self.rate_key, _PRIOR_RATE.get(size, 0.2))  # seconds of work per second of audio
 
     def run(self) -> JobResult:
         spec = self.spec
@@ -247,12 +267,16 @@ class _Job:
                 raise SubtitleError(f"Could not read {Path(spec.subtitles).name}: {e.strerror}") from None
         files: list[FileResult] = []
         todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
+        self.durations = {i: m.duration for i, m in checked.items() if m.duration}
+        self.pending = list(todo) if cues is None else []
         with ThreadPoolExecutor(1) as self.pool:  # ffmpeg decodes the next file's audio during the current one's work
             for k, i in enumerate(todo):
                 written: list[Path] = []
                 try:
                     files.append(self._one(i, checked.get(i), cues, todo[k + 1 :], written))
                 except SubtitleError as e:
+                    if i in self.pending:
+                        self.pending.remove(i)
                     for path in written:  # an input that fails leaves none of its files
                         path.unlink(missing_ok=True)
                     failed.append(self._failed(i, e))
@@ -269,7 +293,16 @@ class _Job:
         stages = _STAGES_RENDERING if spec.burn or spec.soft else _STAGES
         start = stages[stage]
         end = min([v for v in stages.values() if v > start], default=1.0)
-        self.emit(Progress((i + start + (end - start) * (within or 0.0)) / len(spec.inputs), message))
+        fraction = (i + start + (end - start) * (within or 0.0)) / len(spec.inputs)
+        self.emit(Progress(fraction, message, self._left(i)))
+
+    def _left(self, i: int) -> float | None:
+        """Seconds of transcription still to come: the audio not yet decoded times the rate (measured on this input
+        once it has run a little, else the last job's with this model, else a prior). None: nothing known yet."""
+        if not self.pending:
+            return None
+        audio = sum(self.durations.get(j, 0.0) * (1 - self.done if j == i else 1) for j in self.pending)
+        return audio * self.rate if audio > 0 else None
 
     def _load_audio(self, i: int, media: Path) -> Future:
         if i not in self.audio:
@@ -316,11 +349,11 @@ class _Job:
             self._report(i, "render", 0.0, f"Burning the subtitles into {source.title}")
             burned = burn(
                 source.media,
-                result.segments,
+                result.cues,
                 self.out_dir / f"{stem}.subtitled.mp4",
                 result.info.language,
                 spec.burn,
-                lambda f: self._report(i, "render", f, f"Burning the subtitles into {source.title}: {100 * f:.0f}%"),
+                lambda f: self._report(i, "render", f, f"Burning the subtitles into {source.title}"),
                 result.info.duration,
                 media,
             )
@@ -330,7 +363,7 @@ class _Job:
         if spec.soft:
             self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
-                path = mux_soft(source.media, result.segments, self.out_dir / f"{stem}{suffix}", result.info.language,
+                path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
                                 media)  # fmt: skip
                 written.append(path)
                 outputs.append(path)
@@ -353,23 +386,31 @@ class _Job:
             self._load_audio(following, spec.inputs[following])
         started = time.monotonic()
 
+        duration = len(audio) / SAMPLE_RATE
+        self.durations[i] = duration
+
         def transcribing(done: float) -> None:
-            message = f"Transcribing {source.title}: {100 * done:.0f}% of the audio"
             elapsed = time.monotonic() - started
+            self.done = done
             if done >= 0.02 and elapsed >= 2:
-                message += f", about {hms(elapsed * (1 - done) / done)} left"
-            self._report(i, "transcribe", done, message)
+                self.rate = elapsed / (done * duration)
+            self._report(i, "transcribe", done, f"Transcribing {source.title}")
 
         transcribing(0.0)
-        return subtitle_audio(
+        result = subtitle_audio(
             audio,
             model,
             spec.transcribe,
             spec.rules,
-            lambda segment, duration: self.emit(CueDecoded(i, segment, duration)),
+            lambda s, duration: self.emit(CueDecoded(i, Cue(s.start, s.end, s.text, s.words), duration)),
             transcribing,
             source.info,
         )
+        if duration >= 10:
+            _RATES[self.rate_key] = (time.monotonic() - started) / duration
+        self.pending.remove(i)
+        self.done = 0.0
+        return result
 
 
 _NO_LIMITS = Limits(max_bytes=1 << 62, max_duration=float("inf"), max_files=1 << 30)
@@ -395,9 +436,11 @@ def subtitle_audio(
         if on_segment is not None:
             on_segment(segment, info.duration)
     if rules is not None:
-        collected = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
+        cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
+    else:
+        cues = [Cue(s.start, s.end, s.text, s.words) for s in collected]
     media = media or MediaInfo(info.duration, True, False)
-    return SubtitleResult(tuple(clean_cues(collected, info.duration)), info, media)
+    return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media)
 
 
 def subtitle_file(
@@ -413,24 +456,22 @@ def subtitle_file(
     return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media)
 
 
-def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Segment]:
+def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue]:
     """Whisper's segments re-cut into cues that keep the readability rules (pipeline.segment), from their words.
     A segment without word timings (rare: alignment found none) keeps its own timing and text."""
-    out: list[Segment] = []
-    pending: list[TimedWord] = []
+    out: list[Cue] = []
+    pending: list[Word] = []
 
     def flush() -> None:
-        for cue in segment_words(pending, rules, cjk):
-            words = tuple(Word(w.start, w.end, w.text, w.probability) for w in cue.words)
-            out.append(Segment(cue.start, cue.end, cue.text, words=words))
+        out.extend(segment_words(pending, rules, cjk))
         pending.clear()
 
     for seg in segments:
         if seg.words:
-            pending.extend(TimedWord(w.word, w.start, w.end, w.probability) for w in seg.words)
+            pending.extend(seg.words)
         else:
             flush()
-            out.append(seg)
+            out.append(Cue(seg.start, seg.end, seg.text, seg.words))
     flush()
     return out
 
@@ -441,7 +482,7 @@ def write_outputs(result: SubtitleResult, formats: Sequence[str], out_dir: Path,
     for fmt in formats:
         if fmt not in FORMATS:
             raise OptionError("formats", f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
-        text = render(fmt, result.segments, result.info.language, result.info.duration)
+        text = render(fmt, result.cues, result.info.language, result.info.duration)
         target = Path(out_dir) / f"{stem}.{fmt}"
         with atomic_path(target) as tmp:
             tmp.write_text(text, encoding="utf-8", newline="\n")

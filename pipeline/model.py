@@ -32,7 +32,7 @@ from whisper.timing import dtw_cpu
 from whisper.tokenizer import Tokenizer
 
 from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
-from pipeline.errors import SubtitleError
+from pipeline.errors import OptionError, SubtitleError
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ModelOptions:
     def __post_init__(self):
         resolve_precision(self.precision)  # an unknown name, or bf16 on a CPU without it, fails here
         if self.threads < 0:
-            raise SubtitleError("The thread count must be 0 (all usable cores) or more")
+            raise OptionError("threads", "The thread count must be 0 (all usable cores) or more")
 
 
 @dataclass(frozen=True)

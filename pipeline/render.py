@@ -22,13 +22,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 from xml.sax.saxutils import escape
 
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.files import atomic_path
 from pipeline.media import MediaInfo, ffmpeg_exe, probe
+from pipeline.segment import CJK, Cue
 from pipeline.subtitles import clean_cues, to_srt
-from pipeline.transcribe import Segment
 
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
@@ -40,16 +41,13 @@ BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browse
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
-# Han, kana, Hangul, CJK punctuation and full-width forms: cues holding any of these are drawn with the CJK font.
-# (libass finds fallback fonts through fontconfig only, never among the `fontsdir` fonts, so the choice is ours.)
 _BREAK_AFTER = set("。，、！？；：」』）)!?,;:. ")
-_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 
 
 @dataclass(frozen=True)
 class Style:
     font_size: float = 0.055  # text height as a fraction of the video's shorter side (720p landscape: 40 px)
-    position: str = "bottom"  # "bottom" or "top"
+    position: Literal["bottom", "top"] = "bottom"
     text_colour: str = "#FFFFFF"
     outline_colour: str = "#000000"  # the outline, or the box when `box` is on
     box: bool = False  # a translucent box behind the text instead of an outline
@@ -98,7 +96,7 @@ def font_files() -> dict[str, Path]:
     }
 
 
-def to_ass(segments: Sequence[Segment], width: int, height: int, style: Style = Style(), language: str = "en") -> str:
+def to_ass(cues: Sequence[Cue], width: int, height: int, style: Style = Style(), language: str = "en") -> str:
     """An ASS script drawing the cues on a `width` x `height` video. Pure: text in, text out."""
     text, outline = _ass_colour(style.text_colour), _ass_colour(style.outline_colour)
     vertical = height > width
@@ -128,7 +126,7 @@ Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
 """
     cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
     events = []
-    for cue in clean_cues(segments):
+    for cue in clean_cues(cues):
         style_name = _style_for(cue.text, language)
         text = wrap_cjk(cue.text, cjk_per_line) if style_name == "CJK" else cue.text
         events.append(f"Dialogue: 0,{_ass_time(cue.start)},{_ass_time(cue.end)},{style_name},,0,0,0,,{_ass_text(text)}")
@@ -137,7 +135,7 @@ Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
 
 def burn(
     video: Path,
-    segments: Sequence[Segment],
+    cues: Sequence[Cue],
     out: Path,
     language: str = "en",
     options: BurnOptions = BurnOptions(),
@@ -161,7 +159,7 @@ def burn(
     with tempfile.TemporaryDirectory(prefix="burn-") as work:
         work = Path(work)
         (work / "subs.ass").write_text(
-            to_ass(segments, media.width, media.height, options.style, language), encoding="utf-8"
+            to_ass(cues, media.width, media.height, options.style, language), encoding="utf-8"
         )
         _private_fonts(work)
         # even sizes (x264 with yuv420p needs them); the ass filter comes first so it sees the source's pixels
@@ -198,9 +196,7 @@ def can_mux_mp4(media: MediaInfo) -> bool:
     return media.video_codec is None or media.video_codec in MP4_VIDEO
 
 
-def mux_soft(
-    video: Path, segments: Sequence[Segment], out: Path, language: str = "en", media: MediaInfo | None = None
-) -> Path:
+def mux_soft(video: Path, cues: Sequence[Cue], out: Path, language: str = "en", media: MediaInfo | None = None) -> Path:
     """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
     `media`: the video's probe, when the caller has it already."""
     media = media or probe(video)
@@ -209,7 +205,7 @@ def mux_soft(
         raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
     with tempfile.TemporaryDirectory(prefix="mux-") as work:
         work = Path(work)
-        (work / "subs.srt").write_text(to_srt(segments, media.duration), encoding="utf-8")
+        (work / "subs.srt").write_text(to_srt(cues, media.duration), encoding="utf-8")
         mp4 = codec == "mov_text"
         if mp4 and not can_mux_mp4(media):
             raise SubtitleError(f"{media.video_codec} video can't go into an MP4 without re-encoding: use .mkv")
@@ -324,7 +320,9 @@ def wrap_cjk(text: str, per_line: int) -> str:
 
 
 def _style_for(text: str, language: str) -> str:
-    return "CJK" if language in CJK_LANGUAGES or _CJK.search(text) else "Default"
+    """A cue holding any Chinese/Japanese/Korean character is drawn with the CJK font (libass finds fallback fonts
+    through fontconfig only, never among the `fontsdir` fonts, so the choice is ours)."""
+    return "CJK" if language in CJK_LANGUAGES or CJK.search(text) else "Default"
 
 
 def _ass_text(text: str) -> str:

@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+# Han, kana, Hangul, CJK punctuation and full-width forms: the one definition of a Chinese/Japanese/Korean character
+CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
 PAUSE = 0.7  # seconds of silence between words that always ends a cue (a new utterance; measured on seeded
@@ -36,32 +37,32 @@ class CueRules:
 
 
 @dataclass(frozen=True)
-class TimedWord:
-    text: str  # as whisper gives it: with its leading space in spaced languages
-    start: float
+class Word:
+    """One timed word: the only word type (whisper's word timestamps, the cue builder's input, the JSON output)."""
+
+    start: float  # seconds
     end: float
+    word: str  # as whisper gives it: with its leading space in spaced languages
     probability: float = 1.0
 
 
 @dataclass(frozen=True)
 class Cue:
-    start: float
+    """One subtitle: the only cue type (built from words, read from SRT/VTT, written, burned, checked)."""
+
+    start: float  # seconds
     end: float
     text: str  # lines joined with "\n"
-    words: tuple[TimedWord, ...] = ()
+    words: tuple[Word, ...] | None = None  # None: no word timings (whisper's own segments, or read from a file)
 
 
-def is_cjk(words: Sequence[TimedWord]) -> bool:
-    return is_cjk_text("".join(w.text for w in words))
-
-
-def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
+def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
     """Group timed words into cues that keep every rule the words allow (a single word longer than a line stays
     whole: words are never cut)."""
-    words = [w for w in words if w.text.strip()]
+    words = [w for w in words if w.word.strip()]
     if not words:
         return []
-    cjk = is_cjk(words) if cjk is None else cjk
+    cjk = is_cjk("".join(w.word for w in words)) if cjk is None else cjk
     line_chars = rules.max_line_chars_cjk if cjk else rules.max_line_chars
     groups, current = [], []
     for i, word in enumerate(words):
@@ -75,7 +76,7 @@ def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool 
                 current = []
         current.append(word)
         following = words[i + 1] if i + 1 < len(words) else None
-        if SENTENCE_END.search(word.text.strip()) and (
+        if SENTENCE_END.search(word.word.strip()) and (
             following is None
             or current[-1].end - current[0].start >= rules.min_duration
             or not _fits([*current, following], rules, line_chars, cjk)
@@ -89,21 +90,21 @@ def segment(words: Sequence[TimedWord], rules: CueRules = CueRules(), cjk: bool 
     return _retime(cues, rules)
 
 
-def _text(words: Sequence[TimedWord], cjk: bool) -> str:
+def _text(words: Sequence[Word], cjk: bool) -> str:
     """The words as one line. Whisper's words carry their own leading space; one without it continues the word
     before ("all" + "-eating", "i" + ".e.", "14" + "62"), unless it is a new sentence's first word after
     punctuation (a window can start a word without its space)."""
     if cjk:
-        return "".join(w.text.strip() for w in words)
+        return "".join(w.word.strip() for w in words)
     out = ""
     for w in words:
-        text = w.text.strip()
-        glued = out and not w.text[:1].isspace() and not (out[-1] in ".!?,;:" and text[:1].isalnum())
+        text = w.word.strip()
+        glued = out and not w.word[:1].isspace() and not (out[-1] in ".!?,;:" and text[:1].isalnum())
         out += text if glued or not out else " " + text
     return out
 
 
-def _fits(words: Sequence[TimedWord], rules: CueRules, line_chars: int, cjk: bool) -> bool:
+def _fits(words: Sequence[Word], rules: CueRules, line_chars: int, cjk: bool) -> bool:
     text = _text(words, cjk)
     lines = _lines(words, line_chars, cjk, rules.max_lines).split("\n")
     if len(lines) > rules.max_lines or any(len(line) > line_chars for line in lines):
@@ -114,12 +115,12 @@ def _fits(words: Sequence[TimedWord], rules: CueRules, line_chars: int, cjk: boo
     return len(text) <= rules.max_cps * rules.max_duration
 
 
-def _rebalance(groups: list[list[TimedWord]], rules: CueRules, line_chars: int, cjk: bool) -> list[list[TimedWord]]:
+def _rebalance(groups: list[list[Word]], rules: CueRules, line_chars: int, cjk: bool) -> list[list[Word]]:
     """Move the cut between two cues of one stretch of speech (under PAUSE apart) when one of them is too fast to
     read and another cut makes both readable, or less fast, and neither shorter than min_duration. A cue may take
     the time up to the next cue's start (less min_gap), and at most max_duration."""
 
-    def overshoot(words: list[TimedWord], until: float) -> float:
+    def overshoot(words: list[Word], until: float) -> float:
         shown = max(min(until - rules.min_gap, words[0].start + rules.max_duration) - words[0].start, 0.0)
         if shown < rules.min_duration:
             return float("inf")  # (a cue this short breaks a rule of its own)
@@ -146,7 +147,7 @@ def _rebalance(groups: list[list[TimedWord]], rules: CueRules, line_chars: int, 
     return groups
 
 
-def _best_cut(words: Sequence[TimedWord], rules: CueRules) -> int:
+def _best_cut(words: Sequence[Word], rules: CueRules) -> int:
     """Where to end the cue that cannot take the next word: after the latest sentence end, else the latest clause
     end, else at the longest pause between words (the later one on ties); never in the first third when avoidable."""
     n = len(words)
@@ -154,7 +155,7 @@ def _best_cut(words: Sequence[TimedWord], rules: CueRules) -> int:
         return 1
     candidates = range(1, n)  # cut before words[cut]
     for pattern in (SENTENCE_END, CLAUSE_END):
-        found = [c for c in candidates if pattern.search(words[c - 1].text.strip()) and c >= n / 3]
+        found = [c for c in candidates if pattern.search(words[c - 1].word.strip()) and c >= n / 3]
         if found:
             return found[-1]
     gaps = [(words[c].start - words[c - 1].end, c) for c in candidates if c >= n / 3] or [
@@ -163,7 +164,7 @@ def _best_cut(words: Sequence[TimedWord], rules: CueRules) -> int:
     return max(gaps)[1]
 
 
-def _lines(words: Sequence[TimedWord], line_chars: int, cjk: bool, max_lines: int) -> str:
+def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) -> str:
     """One line if it fits, else the balanced split into two (preferring a break after punctuation), else more."""
     text = _text(words, cjk)
     if len(text) <= line_chars or len(words) == 1:
@@ -206,7 +207,7 @@ def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
     return out
 
 
-def is_cjk_text(line: str) -> bool:
+def is_cjk(line: str) -> bool:
     """Mostly Chinese, Japanese or Korean characters (which count one by one and take no spaces)."""
     visible = [c for c in line if not c.isspace()]
-    return bool(visible) and sum(bool(_CJK.match(c)) for c in visible) >= len(visible) / 2
+    return bool(visible) and sum(bool(CJK.match(c)) for c in visible) >= len(visible) / 2

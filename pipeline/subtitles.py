@@ -1,6 +1,6 @@
-"""Subtitle files from segments: SRT, WebVTT, plain text, JSON. Pure functions, text in, text out.
+"""Subtitle files from cues: SRT, WebVTT, plain text, JSON. Pure functions, text in, text out.
 
-Every writer first passes the segments through `clean_cues`, which guarantees what players and editors rely on:
+Every writer first passes the cues through `clean_cues`, which guarantees what players and editors rely on:
 cues are in order, never go backwards, never overlap, never pass the end of the media, and have text.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from pipeline.errors import SubtitleError
-from pipeline.transcribe import Segment
+from pipeline.segment import Cue
 
 FORMATS = ("srt", "vtt", "txt", "json")
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
@@ -33,14 +33,14 @@ def format_timestamp(seconds: float | None, separator: str = ",") -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{separator}{ms:03d}"
 
 
-def clean_cues(segments: Iterable[Segment], duration: float | None = None) -> list[Segment]:
+def clean_cues(cues: Iterable[Cue], duration: float | None = None) -> list[Cue]:
     """Drop empty cues; clamp to [0, duration]; make starts non-decreasing and ends not past the next start.
 
     A cue that starts inside the previous one cuts the previous one short; a cue that starts before the previous
     one's start is moved after it.
     """
-    out: list[Segment] = []
-    for seg in segments:
+    out: list[Cue] = []
+    for seg in cues:
         text = "\n".join(" ".join(line.split()) for line in seg.text.splitlines() if line.strip())  # keeps lines
         if not text:
             continue
@@ -60,58 +60,58 @@ def clean_cues(segments: Iterable[Segment], duration: float | None = None) -> li
     return out
 
 
-def to_srt(segments: Sequence[Segment], duration: float | None = None) -> str:
+def to_srt(cues: Sequence[Cue], duration: float | None = None) -> str:
     blocks = [
         f"{i}\n{format_timestamp(s.start)} --> {format_timestamp(s.end)}\n{s.text}\n"
-        for i, s in enumerate(clean_cues(segments, duration), start=1)
+        for i, s in enumerate(clean_cues(cues, duration), start=1)
     ]
     return "\n".join(blocks)
 
 
-def to_vtt(segments: Sequence[Segment], duration: float | None = None) -> str:
+def to_vtt(cues: Sequence[Cue], duration: float | None = None) -> str:
     blocks = [
         f"{format_timestamp(s.start, '.')} --> {format_timestamp(s.end, '.')}\n{s.text}\n"
-        for s in clean_cues(segments, duration)
+        for s in clean_cues(cues, duration)
     ]
     return "WEBVTT\n\n" + "\n".join(blocks)
 
 
-def to_txt(segments: Sequence[Segment], duration: float | None = None) -> str:
-    return "".join(f"{' '.join(s.text.splitlines())}\n" for s in clean_cues(segments, duration))
+def to_txt(cues: Sequence[Cue], duration: float | None = None) -> str:
+    return "".join(f"{' '.join(s.text.splitlines())}\n" for s in clean_cues(cues, duration))
 
 
-def to_json(segments: Sequence[Segment], language: str, duration: float) -> str:
-    cues = []
-    for s in clean_cues(segments, duration):
+def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
+    out = []  # (under "segments", as whisper's own JSON has them)
+    for s in clean_cues(cues, duration):
         cue = {"start": s.start, "end": s.end, "text": s.text}
         if s.words is not None:
             cue["words"] = [
                 {"start": w.start, "end": w.end, "word": w.word, "probability": w.probability} for w in s.words
             ]
-        cues.append(cue)
+        out.append(cue)
     return (
-        json.dumps({"language": language, "duration": duration, "segments": cues}, ensure_ascii=False, indent=1) + "\n"
+        json.dumps({"language": language, "duration": duration, "segments": out}, ensure_ascii=False, indent=1) + "\n"
     )
 
 
-def render(fmt: str, segments: Sequence[Segment], language: str, duration: float) -> str:
+def render(fmt: str, cues: Sequence[Cue], language: str, duration: float) -> str:
     """The text of one subtitle file in format `fmt` (one of FORMATS)."""
     if fmt == "srt":
-        return to_srt(segments, duration)
+        return to_srt(cues, duration)
     if fmt == "vtt":
-        return to_vtt(segments, duration)
+        return to_vtt(cues, duration)
     if fmt == "txt":
-        return to_txt(segments, duration)
+        return to_txt(cues, duration)
     if fmt == "json":
-        return to_json(segments, language, duration)
+        return to_json(cues, language, duration)
     raise ValueError(f"unknown subtitle format {fmt!r}")
 
 
-def parse(text: str) -> list[Segment]:
+def parse(text: str) -> list[Cue]:
     """The cues of an SRT or WebVTT file, in file order. Cue numbers, VTT headers, NOTE/STYLE blocks, cue settings
     and inline tags (<i>, <c.x>, {\\an8}) are dropped, and so are cues without text; a cue's line breaks are kept.
     Raises SubtitleError when the text holds no cue at all."""
-    cues = [Segment(start, end, body) for start, end, body in cue_blocks(text) if body]
+    cues = [Cue(start, end, body) for start, end, body in cue_blocks(text) if body]
     if not cues:
         raise SubtitleError("No cues found: the subtitles must be an SRT or WebVTT file")
     return cues

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 import torch
@@ -36,6 +37,7 @@ from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.model import OVWhisper, release_free_memory
+from pipeline.segment import Word
 from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
@@ -45,7 +47,7 @@ TIME_PRECISION = N_SAMPLES_PER_TOKEN / SAMPLE_RATE  # 0.02 s per timestamp token
 @dataclass(frozen=True)
 class TranscribeOptions:
     language: str | None = None  # ISO code or English name; None or "auto" detects it from the first 30 s
-    task: str = "transcribe"  # "transcribe", or "translate" to English
+    task: Literal["transcribe", "translate"] = "transcribe"  # or "translate" to English
     beam_size: int | None = 5  # beam search width at temperature 0; None for greedy
     best_of: int | None = 5  # samples drawn at temperatures > 0
     patience: float | None = None  # beam search patience (arXiv:2204.05424)
@@ -74,14 +76,6 @@ class TranscribeOptions:
             raise OptionError("vad_threshold", "The speech threshold is a probability: a number between 0 and 1")
         if not 1 <= self.batch_size <= 32:
             raise OptionError("batch_size", "The batch size must be between 1 and 32")
-
-
-@dataclass(frozen=True)
-class Word:
-    start: float
-    end: float
-    word: str
-    probability: float
 
 
 @dataclass(frozen=True)

@@ -196,3 +196,12 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
     assert open(downloads[0], encoding="utf-8").read() == "1\n00:00:01,000 --> 00:00:03,000\nOur own words\n"
     assert cues["data"] == [["00:00:01.000", "00:00:03.000", "Our own words"]]
     assert probe(downloads[2]).has_video and status.startswith("Done")
+    # the table back, edited: the files are made from it (times and text), nothing transcribed
+    cues["data"][0] = ["00:00:01.500", "00:00:04.000", "Our own words, corrected / on two lines"]
+    _, status, cues, _, downloads = client.predict(
+        table=cues, files=[handle_file(str(videos[ENGLISH[0]]))], api_name="/apply_edits"
+    )
+    assert open(downloads[0], encoding="utf-8").read() == (
+        "1\n00:00:01,500 --> 00:00:04,000\nOur own words, corrected\non two lines\n"
+    )
+    assert cues["data"] == [["00:00:01.500", "00:00:04.000", "Our own words, corrected / on two lines"]]

@@ -161,11 +161,19 @@ def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
     first = list(srt.parse(download_srt(page, tmp_path)))[0]
 
     cell = page.locator('#cues [data-testid="cell-0-2"]')  # row 0, the Text column
-    cell.dblclick()
-    page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.type("ZEBRA QUARTZ HELLO")
-    page.keyboard.press("Enter")
-    page.locator("#problems").get_by_text("readability rules").wait_for(timeout=10_000)
+
+    def edit(text: str) -> None:
+        cell.dblclick()
+        editor = cell.locator("textarea, input").first  # the cell's editor, once it is open
+        editor.fill(text)
+        editor.press("Enter")
+
+    edit("A line far too long to read in the time this cue is on the screen, and more words")
+    page.locator("#problems").get_by_text("cue 1: line length").wait_for(timeout=10_000)
+    assert "cue 1: reading speed" in page.locator("#problems").inner_text()
+    edit("ZEBRA QUARTZ HELLO")
+    page.locator("#problems").get_by_text("All cues pass the readability rules").wait_for(timeout=10_000)
+    screenshot(page, tmp_path, "screenshot-edit.png")
 
     page.get_by_text("Video with subtitles").click()
     page.get_by_label("First 60 s (fast preview)").check()
@@ -180,3 +188,37 @@ def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
     download.value.save_as(burned)
     middle = (cues[0].start.total_seconds() + cues[0].end.total_seconds()) / 2
     assert {"zebra", "quartz", "hello"} <= words(ocr(frame(burned, middle), tmp_path))
+
+
+def test_a_new_upload_replaces_the_files_and_one_progress_line_counts_up(page, videos, tmp_path):
+    """The file box holds the last upload only. During the job the status is one line: stage, one percentage, the
+    time left (from the first report on) and the time since the start, which only grows."""
+    import re
+    import time
+
+    from conftest import LONG, speech_video
+
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
+    page.locator("#about").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=30_000)
+    video = speech_video(LONG, tmp_path / "long.mp4")
+    page.locator("#files input[type=file]").set_input_files(str(video))
+    page.locator("#about").get_by_text("long.mp4").wait_for(timeout=30_000)
+    assert f"{ENGLISH[0]}.mp4" not in page.locator("#files").inner_text()
+    assert f"{ENGLISH[0]}.mp4" not in page.locator("#about").inner_text()
+
+    page.locator("#generate").click()
+    line = re.compile(r"^Transcribing long\.mp4 · (\d+)% · about ([\d:]+) left · ([\d:]+) elapsed$")
+    seen, deadline = [], time.monotonic() + 120
+    while "Done" not in (text := page.locator("#status").inner_text().strip()) and time.monotonic() < deadline:
+        if "Transcribing" in text:
+            assert text.count("%") == 1, text
+            match = line.match(text)
+            assert match, text  # a time left from the first report on
+            seen.append(match.groups())
+            if len(seen) == 12:
+                screenshot(page, tmp_path, "screenshot-progress.png")
+        time.sleep(0.25)
+    assert "Done" in text
+    seconds = [sum(int(x) * 60**k for k, x in enumerate(reversed(e.split(":")))) for _, _, e in seen]
+    assert len(set(seconds)) >= 3 and seconds == sorted(seconds)  # it counts up, never back to 0
+    assert [int(p) for p, _, _ in seen] == sorted(int(p) for p, _, _ in seen)

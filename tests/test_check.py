@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.check import Cue, check, parse_srt, summary
-from pipeline.segment import CueRules
+from pipeline.check import check, parse_srt, summary
+from pipeline.segment import Cue, CueRules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,8 +31,8 @@ def test_parse_srt(text, cues):
     assert [(c.start, c.end, c.text) for c in parse_srt(text)] == cues
 
 
-def cue(start, end, text, index=1):
-    return Cue(index, start, end, text)
+def cue(start, end, text):
+    return Cue(start, end, text)
 
 
 @pytest.mark.parametrize(
@@ -49,10 +49,10 @@ def cue(start, end, text, index=1):
         ([cue(0, 0.5, "Hi")], ["duration"]),
         ([cue(0, 8, "A long time on screen")], ["duration"]),
         ([cue(0, 5 / 6, "Hi")], []),
-        ([cue(0, 2, "a", 1), cue(2.04, 4, "b", 2)], ["gap"]),
-        ([cue(0, 2, "a", 1), cue(2.0, 4, "b", 2)], ["gap"]),  # back to back: no break for the eye
-        ([cue(0, 2, "a", 1), cue(2.1, 4, "b", 2)], []),
-        ([cue(0, 3, "a", 1), cue(2, 4, "b", 2)], ["overlap"]),
+        ([cue(0, 2, "a"), cue(2.04, 4, "b")], ["gap"]),
+        ([cue(0, 2, "a"), cue(2.0, 4, "b")], ["gap"]),  # back to back: no break for the eye
+        ([cue(0, 2, "a"), cue(2.1, 4, "b")], []),
+        ([cue(0, 3, "a"), cue(2, 4, "b")], ["overlap"]),
         ([cue(0, 3, "")], []),  # empty text breaks no reading rule
         ([cue(0, 1, "x" * 50 + "\n" + "y" * 50 + "\nz")], ["line length", "line length", "lines", "reading speed"]),
     ],
@@ -67,7 +67,7 @@ def test_rules_are_configurable():
 
 
 def test_summary():
-    cues = [cue(0, 3, "ok", 1), cue(3.5, 4, "short", 2), cue(5, 6, "x" * 45, 3)]
+    cues = [cue(0, 3, "ok"), cue(3.5, 4, "short"), cue(5, 6, "x" * 45)]
     assert summary(cues, check(cues)) == (
         "3 cues, 2 break a rule, 33.3% pass (line length 1, lines 0, reading speed 1, duration 1, gap 0, overlap 0)"
     )

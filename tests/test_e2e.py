@@ -96,7 +96,7 @@ def test_silence_gives_no_cues(ov_model, tmp_path):
     silent = tmp_path / "silence.wav"
     ffmpeg("-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "40", str(silent))
     result = subtitle_file(silent, ov_model)
-    assert result.segments == ()
+    assert result.cues == ()
     assert result.info.duration == pytest.approx(40, abs=0.1)
 
 
@@ -213,8 +213,8 @@ def test_no_cues_in_long_silence_or_noise(ov_model, audio, manifest):
     stretches = [(t0, t0 + 30), (t1, t1 + 30)]
     result = subtitle_audio(samples, ov_model, TranscribeOptions(language="en"))
     for start, end in stretches:
-        inside = [s for s in result.segments if s.start < end - 0.3 and s.end > start + 0.3]
+        inside = [s for s in result.cues if s.start < end - 0.3 and s.end > start + 0.3]
         assert inside == [], (start, end, inside)
-    text = " ".join(s.text.replace("\n", " ") for s in result.segments)
+    text = " ".join(s.text.replace("\n", " ") for s in result.cues)
     reference = " ".join(manifest[c]["reference_text"] for c in ENGLISH[:3])
     assert wer(reference, text) <= 0.08

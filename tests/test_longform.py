@@ -53,7 +53,7 @@ def composition():
 def cues(ov_model, composition):
     audio = composition.audio
     result = subtitle_audio(audio, ov_model, TranscribeOptions(language="en"))  # fmt: skip
-    return result.segments
+    return result.cues
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ def test_cues_start_at_the_speech(composition, cues):
 @pytest.mark.slow
 def test_cues_pass_the_checker(cues):
     parsed = parse_srt(to_srt(cues))
-    broken = {p.cue.index for p in check(parsed)}
+    broken = {p.index for p in check(parsed)}
     assert len(parsed) >= len(CLIPS)
     assert 1 - len(broken) / len(parsed) >= 0.95, check(parsed)
 
@@ -175,9 +175,9 @@ def test_no_cues_in_music(ov_model, audio, manifest):
     samples = np.concatenate([first, music, last])
     start, end = first.size / SAMPLE_RATE, first.size / SAMPLE_RATE + 20
     result = subtitle_audio(samples, ov_model, TranscribeOptions(language="en"))
-    assert [c for c in result.segments if c.start < end - 0.3 and c.end > start + 0.3] == []
+    assert [c for c in result.cues if c.start < end - 0.3 and c.end > start + 0.3] == []
     reference = manifest[CLIPS[0]]["reference_text"] + " " + manifest[CLIPS[1]]["reference_text"]
-    assert wer(reference, " ".join(c.text.replace("\n", " ") for c in result.segments)) <= 0.08
+    assert wer(reference, " ".join(c.text.replace("\n", " ") for c in result.cues)) <= 0.08
 
 
 @pytest.mark.parametrize(

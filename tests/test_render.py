@@ -15,12 +15,12 @@ from conftest import ENGLISH, clip_path, ffmpeg
 from pipeline.errors import SubtitleError
 from pipeline.media import ffmpeg_exe, probe
 from pipeline.render import BurnOptions, Style, _ass_text, _ass_time, burn, iso639_2, mux_soft, to_ass, wrap_cjk
-from pipeline.transcribe import Segment
+from pipeline.segment import Cue
 
 TESSERACT = shutil.which("tesseract")
 CUES = [
-    Segment(0.5, 3.5, "The narrative would be tedious to him"),
-    Segment(4.0, 7.5, "and painful to myself, said the reader."),
+    Cue(0.5, 3.5, "The narrative would be tedious to him"),
+    Cue(4.0, 7.5, "and painful to myself, said the reader."),
 ]
 
 
@@ -85,7 +85,7 @@ def test_ass_text_is_literal(text, ass):
      ("Привет", "ru", "Default"), ("مرحبا", "ar", "Default"), ("ｆｕｌｌ", "en", "CJK")],
 )  # fmt: skip
 def test_cjk_cues_use_the_cjk_font(text, language, style):
-    ass = to_ass([Segment(0, 1, text)], 640, 360, language=language)
+    ass = to_ass([Cue(0, 1, text)], 640, 360, language=language)
     assert ass.splitlines()[-1].split(",")[3] == style
 
 
@@ -185,7 +185,7 @@ def test_every_script_renders_glyphs_not_boxes(source, tmp_path):
     Private-use code points have no glyph in any font, so they render as the font's missing-glyph box."""
     cues, t = [], 0.0
     for text in SCRIPTS.values():
-        cues += [Segment(t, t + 0.9, text), Segment(t + 1.0, t + 1.9, "\ue000" * len(text))]
+        cues += [Cue(t, t + 0.9, text), Cue(t + 1.0, t + 1.9, "\ue000" * len(text))]
         t += 2.0
     out = burn(source, cues, tmp_path / "scripts.mp4", "en", BurnOptions(preview_seconds=t))
     region = slice(int(0.7 * 360), 360)

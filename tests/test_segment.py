@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.check import Cue as CheckedCue
 from pipeline.check import check
-from pipeline.segment import Cue, CueRules, TimedWord, _retime, segment
+from pipeline.segment import Cue, CueRules, Word, _retime, segment
 
 
 def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.05, pauses: dict | None = None,
@@ -16,15 +15,14 @@ def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.0
     out, t = [], start
     for i, w in enumerate(text.split()):
         length = len(w) / cps if cps else per_word
-        out.append(TimedWord(" " + w, round(t, 3), round(t + length, 3)))
+        out.append(Word(round(t, 3), round(t + length, 3), " " + w))
         t += length + gap + (pauses or {}).get(i, 0.0)
     return out
 
 
 def cjk_words(text: str, start: float = 0.0, per_char: float = 0.2):
     return [
-        TimedWord(c, round(start + i * per_char, 3), round(start + (i + 1) * per_char - 0.02, 3))
-        for i, c in enumerate(text)
+        Word(round(start + i * per_char, 3), round(start + (i + 1) * per_char - 0.02, 3), c) for i, c in enumerate(text)
     ]
 
 
@@ -33,14 +31,14 @@ def texts(cues):
 
 
 def rule_breaks(cues):
-    return [p.rule for p in check([CheckedCue(i + 1, c.start, c.end, c.text) for i, c in enumerate(cues)])]
+    return [p.rule for p in check(cues)]
 
 
 @pytest.mark.parametrize(
     "timed, expected",
     [
         ([], []),
-        ([TimedWord("  ", 0, 1)], []),
+        ([Word(0, 1, "  ")], []),
         (words("Hello there."), ["Hello there."]),
         # two sentences, each long enough on screen: one cue each
         (words("This is the first sentence here. And this is the second one."),
@@ -66,7 +64,7 @@ def test_segmentation(timed, expected):
 
 def spoken(*pieces: str):
     """Timed words exactly as given (whisper's, with or without a leading space)."""
-    return [TimedWord(p, 0.3 * i, 0.3 * i + 0.25) for i, p in enumerate(pieces)]
+    return [Word(0.3 * i, 0.3 * i + 0.25, p) for i, p in enumerate(pieces)]
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import json
 import pytest
 import srt
 
+from pipeline.segment import Cue, Word
 from pipeline.subtitles import clean_cues, format_timestamp, to_json, to_srt, to_txt, to_vtt
-from pipeline.transcribe import Segment, Word
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_format_timestamp(seconds, sep, expected):
 
 
 def seg(start, end, text):
-    return Segment(start=start, end=end, text=text)
+    return Cue(start=start, end=end, text=text)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_txt():
 @pytest.mark.parametrize("with_words", [False, True])
 def test_json_schema(with_words):
     words = (Word(0.0, 0.5, " Hello", 0.9), Word(0.5, 1.25, " there.", 0.8)) if with_words else None
-    data = json.loads(to_json([Segment(0.0, 1.25, "Hello there.", words=words)], "en", 2.0))
+    data = json.loads(to_json([Cue(0.0, 1.25, "Hello there.", words=words)], "en", 2.0))
     assert data["language"] == "en" and data["duration"] == 2.0
     (cue,) = data["segments"]
     assert (cue["start"], cue["end"], cue["text"]) == (0.0, 1.25, "Hello there.")
