@@ -14,7 +14,9 @@ import ctypes
 import ctypes.util
 import hashlib
 import json
+import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +35,8 @@ from whisper.tokenizer import Tokenizer
 
 from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
 from pipeline.errors import OptionError, SubtitleError
+
+log = logging.getLogger("subtitle-generator")
 
 
 @dataclass(frozen=True)
@@ -492,7 +496,10 @@ class ModelCache:
             with self._guard:
                 if key in self._models:  # loaded by another job while this one waited
                     return self._models[key]
+            started = time.monotonic()
+            log.info("loading model %s at %s (compiled once; exported first if it is not cached)", model, key[1])
             loaded = load_model(replace(self.options, model=model, precision=key[1]), progress)
+            log.info("model %s at %s ready in %.1f s", model, key[1], time.monotonic() - started)
             with self._guard:
                 self._models[key] = loaded
                 while len(self._models) > self.keep:
