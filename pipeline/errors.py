@@ -15,3 +15,7 @@ class OptionError(SubtitleError):
     def __init__(self, option: str, message: str):
         super().__init__(message)
         self.option = option
+
+
+class Cancelled(Exception):
+    """The job was stopped (its consumer stopped reading, or Cancel): the work stops where it is."""

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.download import download
-from pipeline.errors import OptionError, SubtitleError
+from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path
 from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
@@ -160,10 +160,6 @@ class JobResult:
 Event = Progress | SourceFound | CueDecoded | FileWritten | FileFailed
 
 
-class Cancelled(Exception):
-    """The consumer of run_job stopped reading: the job stops at its next event."""
-
-
 def run_job(
     spec: JobSpec,
     out_dir: Path,
@@ -190,7 +186,7 @@ def run_job(
 
     def work() -> None:
         try:
-            events.put(_Job(spec, Path(out_dir), Path(work_dir or out_dir), models, policy, emit).run())
+            events.put(_Job(spec, Path(out_dir), Path(work_dir or out_dir), models, policy, emit, stop).run())
         except BaseException as e:  # handed to the consumer's thread, which raises it there
             events.put(_Raised(e))
 
@@ -236,9 +232,10 @@ def _check_job(spec: JobSpec, policy: Policy) -> None:
 
 
 class _Job:
-    def __init__(self, spec, out_dir: Path, work_dir: Path, models: ModelCache, policy: Policy, emit):
+    def __init__(self, spec, out_dir: Path, work_dir: Path, models: ModelCache, policy: Policy, emit, stop=None):
         self.spec, self.out_dir, self.work_dir, self.models, self.policy = spec, out_dir, work_dir, models, policy
         self.emit: Callable[[Event], None] = emit
+        self.stop: threading.Event = stop or threading.Event()  # set: every ffmpeg of the job is killed at once
         self.stems: set[str] = set()
         self.audio: dict[int, Future] = {}
         self.durations: dict[int, float] = {}  # of the inputs whose length is known
@@ -256,7 +253,7 @@ class _Job:
         for i, item in enumerate(spec.inputs):  # every local file is checked before any work starts
             if isinstance(item, Path):
                 try:
-                    checked[i] = _check_file(item, self.policy.limits)
+                    checked[i] = _check_file(item, self.policy.limits, self.stop)
                 except SubtitleError as e:
                     failed.append(self._failed(i, e))
         cues = None
@@ -306,7 +303,7 @@ class _Job:
 
     def _load_audio(self, i: int, media: Path) -> Future:
         if i not in self.audio:
-            self.audio[i] = self.pool.submit(load_audio, media)
+            self.audio[i] = self.pool.submit(load_audio, media, SAMPLE_RATE, self.policy.limits, self.stop)
         return self.audio[i]
 
     def _one(self, i: int, media: MediaInfo | None, cues, later: list[int], written: list[Path]) -> FileResult:
@@ -323,9 +320,12 @@ class _Job:
                 lambda f, m: self._report(i, "download", f, m),
                 policy.allow_private_urls,
             )
-            media = _check_file(got.path, policy.limits)
-            if media.duration is None and got.duration:
+            media = require_audio(got.path, self.stop)
+            if media.duration is None and got.duration:  # (the site said; decoding stops at the limit anyway)
                 media = replace(media, duration=got.duration)
+            if policy.limits is not None:
+                size = got.path.stat().st_size
+                check_limits(got.title, policy.limits, size=size, duration=media.duration, known=True)
             source = Source(item, got.title, got.path, media)
         self.emit(SourceFound(i, source))
         if cues is None:
@@ -356,6 +356,7 @@ class _Job:
                 lambda f: self._report(i, "render", f, f"Burning the subtitles into {source.title}"),
                 result.info.duration,
                 media,
+                self.stop,
             )
             written.append(burned)
             outputs.append(burned)
@@ -364,7 +365,7 @@ class _Job:
             self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
-                                media)  # fmt: skip
+                                media, self.stop)  # fmt: skip
                 written.append(path)
                 outputs.append(path)
                 self.emit(FileWritten(i, path))
@@ -499,10 +500,10 @@ def zip_outputs(files: Sequence[Path], out_dir: Path) -> Path:
     return target
 
 
-def _check_file(path: Path, limits: Limits | None) -> MediaInfo:
-    info = require_audio(path)
-    if limits is not None:
-        check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration)
+def _check_file(path: Path, limits: Limits | None, stop: threading.Event | None = None) -> MediaInfo:
+    info = require_audio(path, stop)
+    if limits is not None:  # (a server: the duration must be known; decoding stops at the limit and is checked again)
+        check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration, known=True)
     return info
 
 

@@ -6,15 +6,20 @@ It ships no ffprobe, so probing reads ffmpeg's own stream listing.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import imageio_ffmpeg
 import numpy as np
 
-from pipeline.errors import SubtitleError
+from pipeline.errors import Cancelled, SubtitleError
 
 SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
@@ -23,8 +28,55 @@ _SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
 _ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees")
 
 
+# The demuxers an input may be read with: plain containers and audio files. Not playlists or anything else that
+# opens other files or URLs (hls, dash, concat, imf, image2, tee, ...): a file from a stranger could name local
+# files or internal hosts there, or be endless.
+DEMUXERS = ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "flv", "mpegts", "mpeg", "asf", "mxf", "nut", "dv",
+            "mp3", "wav", "w64", "ogg", "flac", "aac", "ac3", "eac3", "aiff", "amr", "caf", "wv", "ape")  # fmt: skip
+PROBE_TIMEOUT = 60.0  # seconds
+
+
 def ffmpeg_exe() -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def ffmpeg_input(path: Path) -> list[str]:
+    """ffmpeg's arguments that open `path` as an input, for every run on media from outside: only the file itself
+    (protocol `file`, named with `file:` so a name such as `concat:a|b` or `http:x` is a name) and only the DEMUXERS."""
+    return ["-protocol_whitelist", "file", "-format_whitelist", ",".join(DEMUXERS),
+            "-i", "file:" + str(Path(path).resolve())]  # fmt: skip
+
+
+def run_ffmpeg(
+    args: list[str], timeout: float | None, stop: threading.Event | None = None, what: str = "ffmpeg"
+) -> tuple[int, bytes, str]:
+    """Run ffmpeg in its own process group; return (exit code, stdout, stderr). The group is killed when `timeout`
+    seconds pass (SubtitleError) or `stop` is set (Cancelled), and on any other way out: nothing outlives the call."""
+    with subprocess.Popen(
+        [ffmpeg_exe(), "-hide_banner", "-nostdin", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    ) as proc:  # fmt: skip
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=0.2)  # (a retry after a timeout loses no output)
+                    return proc.returncode, out, err.decode("utf-8", "replace")
+                except subprocess.TimeoutExpired:
+                    if stop is not None and stop.is_set():
+                        raise Cancelled from None
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise SubtitleError(f"{what} took longer than {timeout:.0f} s and was stopped") from None
+        finally:
+            kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a process started with start_new_session=True, and everything it started; wait for it."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 @dataclass(frozen=True)
@@ -45,14 +97,16 @@ class MediaInfo:
     height: int | None = None
 
 
-def probe(path: Path) -> MediaInfo:
+def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     """What is in a media file, from `ffmpeg -i` (which exits non-zero because no output is given)."""
     path = _existing(path)
-    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], capture_output=True, timeout=60)
-    stderr = proc.stderr.decode("utf-8", "replace")
+    _, _, stderr = run_ffmpeg(ffmpeg_input(path), PROBE_TIMEOUT, stop, f"Reading {path.name}")
     streams = [(m.group(1), m.group(2), m.group(3)) for m in _STREAM.finditer(stderr)]
-    if not streams:
-        raise SubtitleError(f"{path.name} is not a media file ffmpeg can read ({_last_line(stderr)})")
+    if not streams:  # (playlists, image sequences and other files that open more files are not read at all)
+        raise SubtitleError(
+            f"{path.name} is not a media file this server reads ({_last_line(stderr)}): use a video or audio file "
+            "(MP4, MKV, WebM, MOV, MP3, WAV, ...)"
+        )
     duration = None
     if m := _DURATION.search(stderr):
         h, mi, s = m.groups()
@@ -69,16 +123,24 @@ def probe(path: Path) -> MediaInfo:
     )
 
 
-def require_audio(path: Path) -> MediaInfo:
+def require_audio(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     """probe(), plus a clear error when the file has no audio stream to transcribe."""
-    info = probe(path)
+    info = probe(path, stop)
     if not info.has_audio:
         raise _no_audio(Path(path))
     return info
 
 
-def check_limits(what: str, limits: Limits, size: float | None = None, duration: float | None = None) -> None:
-    """Refuse media over the server's limits, saying by how much and what to do."""
+def check_limits(
+    what: str, limits: Limits, size: float | None = None, duration: float | None = None, known: bool = False
+) -> None:
+    """Refuse media over the server's limits, saying by how much and what to do. `known`: the duration must be
+    known (a local file whose container does not say how long it is could decode to any length)."""
+    if known and duration is None:
+        raise SubtitleError(
+            f"{what} does not say how long it is, so this server does not take it: remux it (ffmpeg -i IN -c copy "
+            "OUT.mp4) or use another file"
+        )
     if size is not None and size > limits.max_bytes:
         raise SubtitleError(
             f"{what} is {human_size(size)}; this server takes up to {human_size(limits.max_bytes)}: use a smaller file"
@@ -103,24 +165,31 @@ def hms(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+def load_audio(
+    path: Path, sample_rate: int = SAMPLE_RATE, limits: Limits | None = None, stop: threading.Event | None = None
+) -> np.ndarray:
     """Decode the first audio stream to mono float32 in [-1, 1] at `sample_rate`.
 
     ffmpeg skips the video stream entirely (-vn) and writes raw PCM to a pipe, so video frames are never decoded
-    and never held in memory.
+    and never held in memory. With `limits`, ffmpeg stops 1 s past the longest duration allowed (whatever the
+    container claimed), the decoded length is checked again, and decoding may take 1 minute plus a tenth of that
+    duration. `stop` kills ffmpeg at once (Cancelled).
     """
     path = _existing(path)
-    cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-threads", "0", "-i", str(path),
-           "-map", "0:a:0", "-vn", "-sn", "-dn", "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True)
-    if proc.returncode != 0:
-        stderr = proc.stderr.decode("utf-8", "replace")
+    cap = [] if limits is None else ["-t", f"{limits.max_duration + 1:.3f}"]
+    timeout = None if limits is None else 60 + limits.max_duration / 10
+    args = ["-threads", "0", *ffmpeg_input(path), "-map", "0:a:0", "-vn", "-sn", "-dn", *cap,
+            "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
+    code, pcm, stderr = run_ffmpeg(args, timeout, stop, f"Decoding the audio of {path.name}")
+    if code != 0:
         if "matches no streams" in stderr:
             raise _no_audio(path)
         raise SubtitleError(f"ffmpeg cannot read {path.name} ({_last_line(stderr)}): is it a video or audio file?")
-    audio = np.frombuffer(proc.stdout, np.int16).astype(np.float32)
-    del proc  # the PCM bytes: 115 MB an hour
+    audio = np.frombuffer(pcm, np.int16).astype(np.float32)
+    del pcm  # the PCM bytes: 115 MB an hour
     audio /= 32768.0  # in place: no second float copy of the whole recording
+    if limits is not None:
+        check_limits(path.name, limits, duration=len(audio) / sample_rate)  # what it really was, not what it said
     return audio
 
 

@@ -12,22 +12,22 @@ temporary name and renamed; ffmpeg is killed with its whole process group when i
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from pipeline.errors import OptionError, SubtitleError
+from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path
-from pipeline.media import MediaInfo, ffmpeg_exe, probe
+from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, kill_group, probe
 from pipeline.segment import CJK, Cue
 from pipeline.subtitles import clean_cues, to_srt
 
@@ -142,6 +142,7 @@ def burn(
     progress: Callable[[float], None] = lambda fraction: None,
     duration: float | None = None,
     media: MediaInfo | None = None,
+    stop: threading.Event | None = None,
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
 
@@ -166,11 +167,11 @@ def burn(
         vf = "ass=subs.ass:fontsdir=fonts,scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if media.audio_codec in BROWSER_AUDIO else ["-c:a", "aac", "-b:a", "160k"]
-        args = ["-i", str(Path(video).resolve()), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
+        args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
                 "-map", "0:v:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-preset", preset,
                 "-crf", str(options.crf), *audio, "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
         timeout = 60 + options.timeout_factor * duration
-        return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work))
+        return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work), stop)
 
 
 def _private_fonts(work: Path) -> None:
@@ -196,7 +197,14 @@ def can_mux_mp4(media: MediaInfo) -> bool:
     return media.video_codec is None or media.video_codec in MP4_VIDEO
 
 
-def mux_soft(video: Path, cues: Sequence[Cue], out: Path, language: str = "en", media: MediaInfo | None = None) -> Path:
+def mux_soft(
+    video: Path,
+    cues: Sequence[Cue],
+    out: Path,
+    language: str = "en",
+    media: MediaInfo | None = None,
+    stop: threading.Event | None = None,
+) -> Path:
     """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
     `media`: the video's probe, when the caller has it already."""
     media = media or probe(video)
@@ -210,13 +218,14 @@ def mux_soft(video: Path, cues: Sequence[Cue], out: Path, language: str = "en", 
         if mp4 and not can_mux_mp4(media):
             raise SubtitleError(f"{media.video_codec} video can't go into an MP4 without re-encoding: use .mkv")
         audio = "copy" if not mp4 or media.audio_codec in MP4_AUDIO or media.audio_codec is None else "aac"
-        args = ["-i", str(Path(video).resolve()), "-i", "subs.srt", "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
+        args = [*ffmpeg_input(video), "-i", "subs.srt", "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
                 "-c:v", "copy", "-c:a", audio, "-c:s", codec,
                 "-metadata:s:s:0", f"language={iso639_2(language, terminology=mp4)}",
                 "-disposition:s:0", "default"]  # fmt: skip
         if mp4:
             args += ["-movflags", "+faststart"]
-        return _write(out, args, work, media.duration or 0.0, 60 + 3 * (media.duration or 0.0), lambda fraction: None)
+        timeout = 60 + 3 * (media.duration or 0.0)
+        return _write(out, args, work, media.duration or 0.0, timeout, lambda fraction: None, None, stop)
 
 
 def iso639_2(language: str, terminology: bool = False) -> str:
@@ -239,8 +248,10 @@ def _write(
     timeout: float,
     progress: Callable[[float], None],
     env: dict[str, str] | None = None,
+    stop: threading.Event | None = None,
 ) -> Path:
-    """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group after `timeout` s."""
+    """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group after `timeout` s
+    (SubtitleError) or when `stop` is set (Cancelled)."""
     out = Path(out).resolve()
     with atomic_path(out) as tmp:
         # (the temporary name ends in .tmp: ffmpeg is told the container, from the real name's extension)
@@ -251,22 +262,36 @@ def _write(
             cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, env=env
         ) as proc:  # (closes the pipes on every path)
             try:
-                stderr = _follow(proc, duration, progress, timeout)
-            except BaseException:
-                _kill(proc)  # ffmpeg and anything it started
-                proc.wait()
-                raise
+                stderr = _follow(proc, duration, progress, timeout, stop)
+            finally:
+                kill_group(proc)  # ffmpeg and anything it started, on every way out
         if proc.returncode != 0:
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {proc.returncode}"
             raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")
     return out
 
 
-def _follow(proc: subprocess.Popen, duration: float, progress: Callable[[float], None], timeout: float) -> str:
-    """Read ffmpeg's -progress lines until it exits; return its stderr."""
-    timer = threading.Timer(timeout, _kill, (proc,))
-    timer.daemon = True
-    timer.start()
+def _follow(
+    proc: subprocess.Popen,
+    duration: float,
+    progress: Callable[[float], None],
+    timeout: float,
+    stop: threading.Event | None = None,
+) -> str:
+    """Read ffmpeg's -progress lines until it exits; return its stderr. A watcher kills it after `timeout` s or
+    when `stop` is set."""
+    deadline, stopped, done = time.monotonic() + timeout, threading.Event(), threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            if stop is not None and stop.is_set():
+                stopped.set()
+            if stopped.is_set() or time.monotonic() > deadline:
+                kill_group(proc)
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     errors: list[str] = []
     reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
     reader.start()
@@ -276,17 +301,13 @@ def _follow(proc: subprocess.Popen, duration: float, progress: Callable[[float],
                 progress(min(int(line.strip()[12:]) / 1e6 / duration, 1.0))
         proc.wait()
     finally:
-        timer.cancel()
+        done.set()
     reader.join()
+    if stopped.is_set():
+        raise Cancelled
     if proc.returncode == -signal.SIGKILL:
         raise SubtitleError(f"ffmpeg took longer than {timeout:.0f} s and was stopped")
     return errors[0] if errors else ""
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _ass_colour(colour: str) -> str:

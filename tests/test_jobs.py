@@ -132,7 +132,7 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
         os.umask(old)
     failed = [e for e in events if isinstance(e, FileFailed)]
     assert [(f.index, f.name) for f in failed] == [(1, "notes.mp4")]
-    assert failed[0].message.startswith("notes.mp4 is not a media file ffmpeg can read")
+    assert failed[0].message.startswith("notes.mp4 is not a media file this server reads")
     assert sorted(p.name for p in out.iterdir()) == ["talk (2).srt", "talk (2).txt", "talk.srt", "talk.txt"]
     assert [e.path.name for e in events if isinstance(e, FileWritten)] == ["talk.srt", "talk.txt", "talk (2).srt",
                                                                           "talk (2).txt"]  # fmt: skip
