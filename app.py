@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
-import ipaddress
 import itertools
 import logging
 import os
@@ -31,6 +30,7 @@ import gradio as gr
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
 from pipeline.check import check, parse_srt
+from pipeline.download import SITES
 from pipeline.errors import OptionError
 from pipeline.jobs import (
     CueDecoded,
@@ -141,6 +141,7 @@ DEFAULTS = {f.name: f.default for f in FORM}
 class ServerOptions:
     limits: Limits = Limits()
     allow_private_urls: bool = False  # let links point at localhost/LAN (only for a server on a private machine)
+    sites: tuple[str, ...] | None = SITES  # yt-dlp extractors links may use; None: every one yt-dlp has
     jobs_dir: Path = Path(tempfile.gettempdir()) / "subtitle-generator-jobs"  # per-job working folders, removed after
 
 
@@ -151,7 +152,9 @@ class SubtitleApp:
         self.models = models
         self.model_choices = model_choices
         self.options = options
-        self.policy = Policy(options.limits, options.allow_private_urls, tuple(spec for _, spec in model_choices))
+        self.policy = Policy(
+            options.limits, options.allow_private_urls, tuple(spec for _, spec in model_choices), options.sites
+        )
         for stale in options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
             try:
                 if time.time() - stale.stat().st_mtime > 3600:
@@ -466,13 +469,6 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
     return demo
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Subtitle generator web app (Gradio).", formatter_class=argparse.ArgumentDefaultsHelpFormatter
@@ -493,9 +489,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--queue-size", type=int, default=20, help="jobs allowed to wait; more are turned away")
     p.add_argument(
         "--allow-private-urls",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="accept links to localhost/LAN addresses (default: only when listening on loopback without --share)",
+        action="store_true",
+        help="accept links to localhost/LAN addresses (off by default, also on loopback: behind a reverse proxy, "
+        "loopback is the whole network)",
+    )
+    p.add_argument(
+        "--sites",
+        default=",".join(SITES),
+        help="yt-dlp extractors links may use, comma-separated regular expressions ('all': every one yt-dlp has)",
     )
     return p.parse_args(argv)
 
@@ -514,9 +515,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("error: no model found: pip install -r requirements.txt (it brings the embedded one)")
     options = ServerOptions(
         Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
-        args.allow_private_urls
-        if args.allow_private_urls is not None
-        else _is_loopback(args.host) and not args.share,  # a share link is public even when the host is loopback
+        args.allow_private_urls,
+        sites=None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip()),
     )
     app = SubtitleApp(ModelCache(), choices, options)
     # compile the default model while the page loads, so the first job does not wait for it

@@ -5,21 +5,32 @@ limits before any media byte is fetched; a download that turns out bigger than a
 passes the limit. Files are saved under a name we choose (`media.<ext>`), never one derived from the page.
 
 Links to private network addresses (localhost, 10.x, 192.168.x, ...) are refused unless `allow_private` is set:
-a server exposed on a network must not become a proxy into the network it sits in.
+a server exposed on a network must not become a proxy into the network it sits in. The link is checked first (a
+quick, clear refusal); then every connection the download makes goes through pipeline.egress, which checks the
+address it really connects to, on every hop. A server also bounds a download's wall time and its slowest rate, and
+may allow only some of yt-dlp's extractors (`extractors`).
 """
 
 from __future__ import annotations
 
-import ipaddress
+import contextlib
 import re
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from pipeline.egress import EgressProxy, is_public_address
 from pipeline.errors import SubtitleError
 from pipeline.media import Limits, check_limits, ffmpeg_exe, human_size
+
+# The extractors a server allows by default (yt-dlp's names, as regular expressions): the big video sites and
+# `generic` for direct links to media files and pages that embed them.
+SITES = ("youtube", "vimeo", "dailymotion", "twitch:vod", "soundcloud", "archiveorg", "ted", "generic")
+PRIVATE = "Links to private network addresses are turned off on this server: upload the file"
+_SLOW_GRACE = 30.0  # seconds a download may run before its rate is judged
 
 
 @dataclass(frozen=True)
@@ -63,26 +74,39 @@ def download(
     limits: Limits = Limits(),
     progress: Callable[[float | None, str], None] = lambda fraction, message: None,
     allow_private: bool = False,
+    extractors: tuple[str, ...] | None = None,
+    public: Callable[[str], bool] = is_public_address,
 ) -> Download:
-    """Fetch the media behind `url` into `dest_dir`; raise SubtitleError with a message a person can act on."""
+    """Fetch the media behind `url` into `dest_dir`; raise SubtitleError with a message a person can act on.
+    `extractors`: the yt-dlp extractors allowed (regular expressions, see SITES); None: all. `public`: which
+    addresses count as public (the tests stand in for the internet on loopback)."""
     import yt_dlp  # slow to import; only needed for links
 
     url = url.strip()
-    check_url(url, allow_private)
+    check_url(url, allow_private, public)
     dest_dir.mkdir(parents=True, exist_ok=True)
     too_big: list[SubtitleError] = []
     sizes: dict[str, int] = {}  # per downloaded file: video and audio may come separately, to be merged
+    started = time.monotonic()
+    deadline = started + limits.download_seconds
 
     def hook(d: dict) -> None:
         total = d.get("total_bytes") or d.get("total_bytes_estimate")
         done = d.get("downloaded_bytes") or 0
         sizes[d.get("filename") or ""] = max(done, total or 0)
-        if sum(sizes.values()) > limits.max_bytes:
-            try:
+        elapsed = time.monotonic() - started
+        try:
+            if sum(sizes.values()) > limits.max_bytes:
                 check_limits("The media", limits, size=sum(sizes.values()))
-            except SubtitleError as e:
-                too_big.append(e)
-                raise
+            if time.monotonic() > deadline:
+                raise SubtitleError(f"The download took longer than {limits.download_seconds / 60:.0f} minutes")
+            if elapsed > _SLOW_GRACE and sum(sizes.values()) / elapsed < limits.min_download_rate:
+                raise SubtitleError(
+                    f"The site sends the media slower than {human_size(limits.min_download_rate)}/s: upload the file"
+                )
+        except SubtitleError as e:
+            too_big.append(e)
+            raise
         if d.get("status") == "downloading":
             progress(
                 done / total if total else None,
@@ -107,8 +131,13 @@ def download(
         "js_runtimes": _js_runtimes(),
         "overwrites": True,
     }
+    if extractors is not None:
+        options["allowed_extractors"] = list(extractors)
+    egress = None if allow_private else EgressProxy(public, deadline)  # every hop's address is checked
+    if egress is not None:
+        options["proxy"] = egress.url
     try:
-        with yt_dlp.YoutubeDL(options) as ydl:
+        with egress or contextlib.nullcontext(), yt_dlp.YoutubeDL(options) as ydl:
             progress(None, "Looking up the link")
             info = ydl.extract_info(url, download=False)
             if info.get("_type") in ("playlist", "multi_video"):
@@ -118,7 +147,7 @@ def download(
             duration = info.get("duration")
             check_limits("The media", limits, size=_announced_size(info), duration=duration)
             for media_url in _media_urls(info):  # where the bytes come from may be another host than the page
-                check_url(media_url, allow_private)
+                check_url(media_url, allow_private, public)
             info = ydl.process_ie_result(info, download=True)
     except BaseException as e:
         for partial in dest_dir.glob("media.*"):  # .part files and fragments of an aborted download
@@ -127,6 +156,10 @@ def download(
             raise
         if too_big:  # our hook's exception comes back wrapped in yt-dlp's DownloadError
             raise too_big[-1] from None
+        if egress is not None and egress.refused:
+            raise SubtitleError(PRIVATE) from None
+        if time.monotonic() > deadline:
+            raise SubtitleError(f"The download took longer than {limits.download_seconds / 60:.0f} minutes") from None
         raise SubtitleError(explain(str(e))) from None
     files = [Path(d["filepath"]) for d in info.get("requested_downloads", []) if d.get("filepath")]
     files = [f for f in files if f.is_file()]
@@ -135,11 +168,9 @@ def download(
     return Download(files[0], str(info.get("title") or urlsplit(url).path.rsplit("/", 1)[-1] or url), duration, url)
 
 
-def check_url(url: str, allow_private: bool = False) -> None:
-    """Refuse what is not an http(s) link, and links to private addresses unless they are allowed.
-
-    This checks the link and the media URLs the site gives, not HTTP redirects yt-dlp follows later: a server
-    open to strangers should also block private addresses in its firewall (see the README)."""
+def check_url(url: str, allow_private: bool = False, public: Callable[[str], bool] = is_public_address) -> None:
+    """Refuse what is not an http(s) link, and links to private addresses unless they are allowed (a quick, clear
+    refusal; the egress proxy checks every connection the download then makes)."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -153,15 +184,8 @@ def check_url(url: str, allow_private: bool = False) -> None:
         addresses = {a[4][0] for a in socket.getaddrinfo(parts.hostname, port or 443, type=socket.SOCK_STREAM)}
     except (socket.gaierror, UnicodeError):
         raise SubtitleError(f"Could not find the site {parts.hostname}: check the link") from None
-    if not all(is_public_address(a) for a in addresses):
-        raise SubtitleError("Links to private network addresses are turned off on this server: upload the file")
-
-
-def is_public_address(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    if not all(public(a) for a in addresses):
+        raise SubtitleError(PRIVATE)
 
 
 def _media_urls(info: dict) -> list[str]:

@@ -79,6 +79,7 @@ class Policy:
     limits: Limits | None = None  # None: no limits
     allow_private_urls: bool = True  # links to localhost / LAN addresses (safe only when the server is private)
     models: tuple[str, ...] | None = None  # the models a job may ask for; None: any
+    extractors: tuple[str, ...] | None = None  # yt-dlp extractors links may use (pipeline.download.SITES); None: any
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,7 @@ class _Job:
                 policy.limits or _NO_LIMITS,
                 lambda f, m: self._report(i, "download", f, m),
                 policy.allow_private_urls,
+                policy.extractors,
             )
             media = require_audio(got.path, self.stop)
             if media.duration is None and got.duration:  # (the site said; decoding stops at the limit anyway)

@@ -133,3 +133,121 @@ def _ffmpeg_children() -> list[int]:
         if "ffmpeg" in name and int(fields[1]) == os.getpid() and fields[0] != "Z":
             found.append(int(pid))
     return found
+
+
+@pytest.mark.parametrize(
+    "address, public",
+    [
+        ("8.8.8.8", True),
+        ("2001:4860:4860::8888", True),
+        ("10.0.0.1", False),
+        ("127.0.0.1", False),
+        ("169.254.169.254", False),  # cloud metadata
+        ("::1", False),
+        ("fe80::1%eth0", False),
+        ("::ffff:127.0.0.1", False),  # IPv4-mapped
+        ("::7f00:1", False),  # IPv4-compatible ::127.0.0.1
+        ("64:ff9b::a00:1", False),  # NAT64 of 10.0.0.1
+        ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8
+        ("2002:c0a8:101::1", False),  # 6to4 of 192.168.1.1
+        ("2002:808:808::1", True),  # 6to4 of 8.8.8.8
+    ],
+)
+def test_public_addresses(address, public):
+    from pipeline.egress import is_public_address
+
+    assert is_public_address(address) is public
+
+
+@pytest.fixture
+def two_hosts(tmp_path, logged_server):
+    """A "public" host (127.0.0.1, serving a clip, a redirect and an HLS playlist) and a "private" one (127.0.0.2,
+    logging every request), with the address check that says so."""
+    url, www, public_requests = logged_server
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    private_requests: list[str] = []
+
+    class Private(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(secret), **kwargs)
+
+        def log_message(self, *args) -> None:
+            private_requests.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Private)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    private = f"http://127.0.0.2:{server.server_address[1]}"
+    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-c:a", "aac", str(secret / "secret.m4a"))
+    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-c:a", "aac", str(www / "clip.m4a"))
+    (www / "list.m3u8").write_text(
+        f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n{private}/secret.m4a\n#EXT-X-ENDLIST\n", encoding="utf-8"
+    )
+    yield url, private, private_requests
+    server.shutdown()
+    server.server_close()
+
+
+def redirect_server(target: str) -> str:
+    """A "public" host whose every path answers 302 to `target`."""
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.end_headers()
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_links_reach_no_private_address_on_any_hop(two_hosts, tmp_path):
+    """The link is public; a redirect, an HLS fragment or a direct link lead to the private host: refused with the
+    one message, and the private host's log shows that nothing reached it. A public file still comes through."""
+    from pipeline.download import PRIVATE, download
+
+    public_url, private, private_requests = two_hosts
+    stand_in = lambda address: address == "127.0.0.1"  # noqa: E731  (the "internet" of this test)
+    got = download(f"{public_url}/clip.m4a", tmp_path / "ok", public=stand_in)
+    assert got.path.read_bytes() == (tmp_path / "www" / "clip.m4a").read_bytes()
+    for link in (
+        f"{redirect_server(f'{private}/secret.m4a')}/video.m4a",  # an HTTP redirect
+        f"{public_url}/list.m3u8",  # an HLS playlist on a public host with its fragment on the private one
+        f"{private}/secret.m4a",  # the private host itself
+    ):
+        with pytest.raises(SubtitleError) as refused:
+            download(link, tmp_path / "refused", public=stand_in)
+        assert str(refused.value) == PRIVATE, link
+    assert private_requests == []
+    assert list((tmp_path / "refused").glob("media.*")) == []
+
+
+def test_tunnels_are_checked_too(two_hosts):
+    """HTTPS goes through the proxy as CONNECT host:port: the same check, before any byte reaches the host."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from pipeline.egress import EgressProxy
+
+    public_url, private, private_requests = two_hosts
+    with EgressProxy(lambda address: address == "127.0.0.1") as proxy:
+        port = urlsplit(proxy.url).port
+        for url, answer in ((public_url, 200), (private, None)):
+            target = urlsplit(url)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.set_tunnel(target.hostname, target.port)
+            if answer is None:
+                with pytest.raises(OSError, match="403"):
+                    conn.request("GET", "/secret.m4a")
+            else:
+                conn.request("GET", "/clip.m4a")
+                assert conn.getresponse().status == answer
+            conn.close()
+        assert proxy.refused == ["127.0.0.2"]
+    assert private_requests == []
