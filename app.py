@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,9 @@ class ServerOptions:
     allow_private_urls: bool = False  # let links point at localhost/LAN (only for a server on a private machine)
     sites: tuple[str, ...] | None = SITES  # yt-dlp extractors links may use; None: every one yt-dlp has
     jobs_dir: Path = Path(tempfile.gettempdir()) / "subtitle-generator-jobs"  # per-job working folders, removed after
+    concurrency: int = 1  # jobs working at once (a cancelled job's slot is free only once its work has stopped)
+    queue_size: int = 20  # jobs that may wait for a slot; more are turned away
+    per_client: int = 2  # jobs one client (address) may have working or waiting
 
 
 class SubtitleApp:
@@ -153,28 +157,55 @@ class SubtitleApp:
         self.model_choices = model_choices
         self.options = options
         self.policy = Policy(
-            options.limits, options.allow_private_urls, tuple(spec for _, spec in model_choices), options.sites
+            options.limits,
+            options.allow_private_urls,
+            tuple(spec for _, spec in model_choices),
+            options.sites,
+            threading.BoundedSemaphore(options.concurrency),
         )
-        for stale in options.jobs_dir.glob("job-*"):  # left by a server that stopped before its timers ran
+        self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
+        self._lock = threading.Lock()
+        for stale in [*options.jobs_dir.glob("job-*"), *options.jobs_dir.glob("edits-*")]:  # a killed server's
             try:
                 if time.time() - stale.stat().st_mtime > 3600:
                     shutil.rmtree(stale, ignore_errors=True)
             except OSError:
                 pass
 
-    def subtitle(self, **form) -> Iterator[tuple]:
-        """One job from the page's form (FORM's names; what is not given is its default). Yields (about, status, cue
-        table, preview video, files to download) as the job goes; the last is complete."""
+    def subtitle(self, client: str = "", **form) -> Iterator[tuple]:
+        """One job from the page's form (FORM's names; what is not given is its default), for `client` (its
+        address). Yields (about, status, cue table, preview video, files to download) as the job goes; the last is
+        complete."""
         yield "", "", _table([], False), None, None  # a new job starts from a clean page: no old results beside it
+        admitted = False
         try:
             spec = form_to_spec(**form)
+            self._admit(client)
+            admitted = True
             yield from self._run(spec)
         except SubtitleError as e:
             # the reason stays in the status line (the pop-up goes after a few seconds)
             yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
             raise gr.Error(str(e), print_exception=False) from None
+        finally:
+            if admitted:
+                with self._lock:
+                    self._clients[client] -= 1
 
-    def apply_edits(self, table, **form) -> Iterator[tuple]:
+    def _admit(self, client: str) -> None:
+        """Count the job in, or refuse it: one client may have `per_client` jobs working or waiting, and the server
+        `concurrency + queue_size` in all."""
+        o = self.options
+        with self._lock:
+            if self._clients[client] >= o.per_client:
+                raise SubtitleError(
+                    f"You have {self._clients[client]} jobs working or waiting on this server: wait for one to finish"
+                )
+            if sum(self._clients.values()) >= o.concurrency + o.queue_size:
+                raise SubtitleError("The server is busy: try again in a few minutes")
+            self._clients[client] += 1
+
+    def apply_edits(self, table, client: str = "", **form) -> Iterator[tuple]:
         """The job again with the cue table as its subtitles (and the form's formats, burn-in and style): nothing is
         transcribed. The table's edits are what the files, the preview and the burned video show."""
         rows = _rows(table)
@@ -188,7 +219,7 @@ class SubtitleApp:
             except SubtitleError as e:
                 yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
                 raise gr.Error(str(e), print_exception=False) from None
-            yield from self.subtitle(**{**form, "subtitles": str(edited)})
+            yield from self.subtitle(client, **{**form, "subtitles": str(edited)})
         finally:
             shutil.rmtree(edited.parent, ignore_errors=True)
 
@@ -261,9 +292,15 @@ class SubtitleApp:
             log.error("job %s failed", job_dir.name, exc_info=e)
             raise SubtitleError("Something went wrong on the server; it is in the server's log. Try again") from None
         finally:
-            events.close()  # a job still running stops at its next event
-            if not finished:
-                shutil.rmtree(job_dir, ignore_errors=True)  # a failed or cancelled job leaves nothing
+            # A job still running stops at its next event, or at once in ffmpeg; closing returns when the work has
+            # stopped, and a failed or cancelled job's folder goes then. That happens beside the page's request, so
+            # Cancel answers at once (the job's slot stays taken until its work has stopped).
+            def close() -> None:
+                events.close()
+                if not finished:
+                    shutil.rmtree(job_dir, ignore_errors=True)
+
+            threading.Thread(target=close, name="subtitle-job-close").start()
 
     def _final(self, result: JobResult, job_dir: Path, several: bool, took: float) -> tuple:
         first = result.files[0]
@@ -408,10 +445,17 @@ def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = (
     names = [*before, *DEFAULTS]
 
     def call(*values) -> Iterator[tuple]:
-        yield from method(*values[: len(before)], **dict(zip(names[len(before) :], values[len(before) :])))
+        *values, request = values  # (Gradio hands the request to a parameter annotated gr.Request)
+        client = request.client.host if request is not None and request.client else ""
+        fields = dict(zip(names[len(before) :], values[len(before) :]))
+        yield from method(*values[: len(before)], client=client, **fields)
 
     parameter = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    call.__signature__ = inspect.Signature([inspect.Parameter(n, parameter, default=DEFAULTS.get(n)) for n in names])
+    call.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, parameter, default=DEFAULTS.get(n)) for n in names]
+        + [inspect.Parameter("request", parameter, default=None, annotation=gr.Request)]
+    )
+    call.__annotations__ = {"request": gr.Request}
     call.__name__, call.__doc__ = method.__name__, method.__doc__
     return call
 
@@ -487,6 +531,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-duration", type=float, default=180, metavar="MINUTES", help="longest media accepted")
     p.add_argument("--concurrency", type=int, default=1, help="jobs transcribed at once (the rest wait in the queue)")
     p.add_argument("--queue-size", type=int, default=20, help="jobs allowed to wait; more are turned away")
+    p.add_argument("--jobs-per-client", type=int, default=2, help="jobs one address may have working or waiting")
     p.add_argument(
         "--allow-private-urls",
         action="store_true",
@@ -517,11 +562,17 @@ def main(argv: list[str] | None = None) -> None:
         Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
         args.allow_private_urls,
         sites=None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip()),
+        concurrency=args.concurrency,
+        queue_size=args.queue_size,
+        per_client=args.jobs_per_client,
     )
     app = SubtitleApp(ModelCache(), choices, options)
     # compile the default model while the page loads, so the first job does not wait for it
     threading.Thread(target=app.models.get, args=(choices[0][1],), daemon=True).start()
-    build_ui(app).queue(default_concurrency_limit=args.concurrency, max_size=args.queue_size).launch(
+    # Every admitted job enters at once and waits for one of the --concurrency slots inside (SubtitleApp._admit
+    # counts them per client; a cancelled job's slot frees only when its work has stopped)
+    limit = args.concurrency + args.queue_size
+    build_ui(app).queue(default_concurrency_limit=limit, max_size=limit).launch(
         server_name=args.host,
         server_port=args.port,
         share=args.share,

@@ -20,7 +20,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +80,9 @@ class Policy:
     allow_private_urls: bool = True  # links to localhost / LAN addresses (safe only when the server is private)
     models: tuple[str, ...] | None = None  # the models a job may ask for; None: any
     extractors: tuple[str, ...] | None = None  # yt-dlp extractors links may use (pipeline.download.SITES); None: any
+    # Jobs that may work at once, shared by every job of a server. A job holds its slot until its work has really
+    # stopped (a cancelled job's ffmpeg killed, its window finished), not until its consumer went away.
+    slots: threading.Semaphore | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -186,10 +189,20 @@ def run_job(
         events.put(event)
 
     def work() -> None:
+        slot = False
         try:
+            if policy.slots is not None and not (slot := policy.slots.acquire(blocking=False)):
+                emit(Progress(0.0, "Waiting for a free slot on the server"))
+                while not (slot := policy.slots.acquire(timeout=0.2)):
+                    if stop.is_set():
+                        raise Cancelled
+            threading.current_thread().name = "subtitle-job (working)"  # (how a test counts the work going on)
             events.put(_Job(spec, Path(out_dir), Path(work_dir or out_dir), models, policy, emit, stop).run())
         except BaseException as e:  # handed to the consumer's thread, which raises it there
             events.put(_Raised(e))
+        finally:
+            if slot:
+                policy.slots.release()
 
     worker = threading.Thread(target=work, name="subtitle-job", daemon=True)
     worker.start()

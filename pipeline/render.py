@@ -157,7 +157,9 @@ def burn(
     duration = media.duration or duration or 0.0
     if options.preview_seconds:
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
-    with tempfile.TemporaryDirectory(prefix="burn-") as work:
+    # (the work folder sits beside the output: a server's job folder, swept when a killed server restarts)
+    Path(out).resolve().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="burn-", dir=Path(out).resolve().parent) as work:
         work = Path(work)
         (work / "subs.ass").write_text(
             to_ass(cues, media.width, media.height, options.style, language), encoding="utf-8"
@@ -211,7 +213,8 @@ def mux_soft(
     codec = {".mp4": "mov_text", ".m4v": "mov_text", ".mov": "mov_text", ".mkv": "srt"}.get(out.suffix.lower())
     if codec is None:
         raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
-    with tempfile.TemporaryDirectory(prefix="mux-") as work:
+    Path(out).resolve().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mux-", dir=Path(out).resolve().parent) as work:
         work = Path(work)
         (work / "subs.srt").write_text(to_srt(cues, media.duration), encoding="utf-8")
         mp4 = codec == "mov_text"

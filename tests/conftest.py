@@ -161,9 +161,10 @@ def app_server(ov_model, tmp_path_factory):
     subtitler = app.SubtitleApp(
         ModelCache(loaded={("base", "f32"): ov_model}),
         [("Whisper base (embedded)", "base")],
-        app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir),  # the media server is on loopback
+        # the media server is on loopback; every test's jobs come from this one address
+        app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir, concurrency=2, per_client=40),
     )
-    demo = app.build_ui(subtitler).queue(default_concurrency_limit=2)
+    demo = app.build_ui(subtitler).queue(default_concurrency_limit=42)  # as main() does: all enter, 2 work
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/", jobs_dir

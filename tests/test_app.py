@@ -205,3 +205,51 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
         "1\n00:00:01,500 --> 00:00:04,000\nOur own words, corrected\non two lines\n"
     )
     assert cues["data"] == [["00:00:01.500", "00:00:04.000", "Our own words, corrected / on two lines"]]
+
+
+def test_submit_and_cancel_twenty_times_never_works_more_than_the_slots(client, app_server, tmp_path):
+    """Cancel frees the page at once, but a job's slot only when its work has stopped: at no moment do more jobs
+    work than the server's concurrency (2 here), and afterwards no job thread, ffmpeg or folder is left."""
+    import threading
+    import time
+
+    from conftest import LONG, speech_video
+    from test_safety import _ffmpeg_children
+
+    video = handle_file(str(speech_video(LONG, tmp_path / "long.mp4")))
+    jobs_dir = app_server[1]
+    before = set(jobs_dir.iterdir())
+    working = lambda: sum(t.name == "subtitle-job (working)" for t in threading.enumerate())  # noqa: E731
+    most, jobs = 0, []
+    for _ in range(20):
+        job = client.submit(files=[video], api_name="/subtitle")
+        jobs.append(job)
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            most = max(most, working())
+            time.sleep(0.02)
+        job.cancel()
+    deadline = time.monotonic() + 120
+    while working() or set(jobs_dir.iterdir()) != before or _ffmpeg_children():
+        most = max(most, working())
+        assert time.monotonic() < deadline, "cancelled jobs are still working"
+        time.sleep(0.1)
+    assert 1 <= most <= 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("subtitle-job")]
+
+
+def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
+    """The third job from one address while two work or wait is refused at once, with the reason."""
+    import gradio as gr
+
+    import app
+    from pipeline.model import ModelCache
+
+    subtitler = app.SubtitleApp(ModelCache(), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path, per_client=2))
+    first, second = (subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]) for _ in range(2))
+    next(first), next(first), next(second), next(second)  # both admitted (one works, one waits for the slot)
+    with pytest.raises(gr.Error, match="You have 2 jobs working or waiting on this server: wait for one to finish"):
+        list(subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]))
+    assert next(subtitler.subtitle("10.0.0.8", files=[str(videos[ENGLISH[0]])]))  # another address is let in
+    first.close(), second.close()
+    assert next(subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]))  # and the first one again

@@ -20,6 +20,7 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no Chromium: apt-get install chromium (.ci/run does)"),
 ]
 JOB_TIMEOUT = 120_000  # ms
+UPLOAD_TIMEOUT = 90_000  # ms: an upload and its media line (slow when the machine is busy)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def screenshot(page, tmp_path: Path, name: str) -> None:
 
 def test_upload_in_the_browser(page, videos, manifest, tmp_path):
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for()  # the upload has landed
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)  # the upload has landed
     page.locator("#generate").click()
     text = download_srt(page, tmp_path)
     cues = list(srt.parse(text))
@@ -108,7 +109,7 @@ def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos
 
     mute = mute_video(tmp_path / "mute.mp4")
     page.locator("#files input[type=file]").set_input_files(str(mute))
-    page.locator("#about").get_by_text("mute.mp4").wait_for(timeout=30_000)  # shown on upload
+    page.locator("#about").get_by_text("mute.mp4").wait_for(timeout=UPLOAD_TIMEOUT)  # shown on upload
     page.locator("#generate").click()
     status = page.locator("#status")
     status.get_by_text("mute.mp4 has no audio track: choose a file with sound").wait_for(timeout=JOB_TIMEOUT)
@@ -117,7 +118,7 @@ def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos
 
     page.locator("#files button[aria-label='Clear']").first.click()
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for()
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
     page.locator("#generate").click()
     status.get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
     assert "has no audio track" not in status.inner_text()
@@ -134,7 +135,7 @@ def test_cancel_stops_the_job(page, app_server, tmp_path):
     jobs_dir = app_server[1]
     before = set(jobs_dir.iterdir())
     page.locator("#files input[type=file]").set_input_files(str(video))
-    page.locator("#files").get_by_text("long.mp4").wait_for()
+    page.locator("#files").get_by_text("long.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
     page.locator("#generate").click()
     deadline = time.monotonic() + 60
     while set(jobs_dir.iterdir()) == before:  # the job has started
@@ -155,7 +156,7 @@ def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
     from test_render import frame, ocr, words
 
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for()
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
     page.locator("#generate").click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
     first = list(srt.parse(download_srt(page, tmp_path)))[0]
@@ -199,10 +200,10 @@ def test_a_new_upload_replaces_the_files_and_one_progress_line_counts_up(page, v
     from conftest import LONG, speech_video
 
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#about").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=30_000)
+    page.locator("#about").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
     video = speech_video(LONG, tmp_path / "long.mp4")
     page.locator("#files input[type=file]").set_input_files(str(video))
-    page.locator("#about").get_by_text("long.mp4").wait_for(timeout=30_000)
+    page.locator("#about").get_by_text("long.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
     assert f"{ENGLISH[0]}.mp4" not in page.locator("#files").inner_text()
     assert f"{ENGLISH[0]}.mp4" not in page.locator("#about").inner_text()
 
