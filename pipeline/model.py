@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import itertools
 import json
 import logging
 import threading
@@ -247,19 +248,33 @@ class _CompiledDecoder:
 
 
 class _HookPoint:
-    """Accepts forward hooks like an nn.Module and calls them with (module, inputs, outputs) when `run_hooks` is."""
+    """Accepts forward hooks like an nn.Module and calls them with (module, inputs, outputs) when `run_hooks` is.
+
+    A hook belongs to the thread that registered it and sees only that thread's forward passes: whisper's
+    find_alignment registers its hooks, runs the model and removes them in one thread, and jobs in other threads
+    align their own windows on the same compiled model at the same time (shared hooks gave each other's scores)."""
 
     def __init__(self):
-        self._hooks: dict[int, object] = {}
-        self._next = 0
+        self._hooks: dict[tuple[int, int], object] = {}  # (thread, number) -> hook
+        self._next = itertools.count()
+        self._lock = threading.Lock()
 
     def register_forward_hook(self, hook):
-        key, self._next = self._next, self._next + 1
-        self._hooks[key] = hook
-        return _Handle(lambda: self._hooks.pop(key, None))
+        key = (threading.get_ident(), next(self._next))
+        with self._lock:
+            self._hooks[key] = hook
+
+        def remove() -> None:
+            with self._lock:
+                self._hooks.pop(key, None)
+
+        return _Handle(remove)
 
     def run_hooks(self, outputs) -> None:
-        for hook in list(self._hooks.values()):
+        me = threading.get_ident()
+        with self._lock:
+            mine = [hook for (thread, _), hook in self._hooks.items() if thread == me]
+        for hook in mine:
             hook(self, (), outputs)
 
 

@@ -251,3 +251,37 @@ def test_tunnels_are_checked_too(two_hosts):
             conn.close()
         assert proxy.refused == ["127.0.0.2"]
     assert private_requests == []
+
+
+def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audio):
+    """Another job mid-alignment on the same compiled model has its hooks registered (whisper's find_alignment
+    registers them, runs the model, removes them): they see none of this job's forward passes, and this job's word
+    times are what they are alone. Then two jobs at once, twice: each gets its own word times."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.transcribe import TranscribeOptions, transcribe
+
+    options = TranscribeOptions(language="en", word_timestamps=True, beam_size=None)
+
+    def words(clip: str) -> list[tuple]:
+        segments, _ = transcribe(audio(clip), ov_model, options)
+        return [(w.word, w.start, w.end) for s in segments for w in s.words or ()]
+
+    alone = {clip: words(clip) for clip in ENGLISH[:2]}
+    seen_by_other_job: list = []
+    handles = []
+    other = threading.Thread(
+        target=lambda: handles.extend(
+            block.cross_attn.register_forward_hook(lambda *args: seen_by_other_job.append(args))
+            for block in ov_model.decoder.blocks
+        )
+    )
+    other.start(), other.join()
+    try:
+        assert words(ENGLISH[0]) == alone[ENGLISH[0]] and seen_by_other_job == []
+    finally:
+        for handle in handles:
+            handle.remove()
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(2):
+            assert dict(zip(ENGLISH[:2], pool.map(words, ENGLISH[:2]))) == alone
