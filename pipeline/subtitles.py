@@ -6,6 +6,7 @@ cues are in order, never go backwards, never overlap, never pass the end of the 
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -17,6 +18,7 @@ from pipeline.segment import Cue
 
 FORMATS = ("srt", "vtt", "txt", "json")
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
+_TAG_START = re.compile(r"<(?=[a-zA-Z/])")  # what would open a tag in SRT text
 _CUE_TIMES = re.compile(
     r"^\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})\s*-->\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})(?:\s.*)?$"
 )
@@ -62,7 +64,7 @@ def clean_cues(cues: Iterable[Cue], duration: float | None = None) -> list[Cue]:
 
 def to_srt(cues: Sequence[Cue], duration: float | None = None) -> str:
     blocks = [
-        f"{i}\n{format_timestamp(s.start)} --> {format_timestamp(s.end)}\n{s.text}\n"
+        f"{i}\n{format_timestamp(s.start)} --> {format_timestamp(s.end)}\n{srt_text(s.text)}\n"
         for i, s in enumerate(clean_cues(cues, duration), start=1)
     ]
     return "\n".join(blocks)
@@ -70,10 +72,21 @@ def to_srt(cues: Sequence[Cue], duration: float | None = None) -> str:
 
 def to_vtt(cues: Sequence[Cue], duration: float | None = None) -> str:
     blocks = [
-        f"{format_timestamp(s.start, '.')} --> {format_timestamp(s.end, '.')}\n{s.text}\n"
+        f"{format_timestamp(s.start, '.')} --> {format_timestamp(s.end, '.')}\n{vtt_text(s.text)}\n"
         for s in clean_cues(cues, duration)
     ]
     return "WEBVTT\n\n" + "\n".join(blocks)
+
+
+def srt_text(text: str) -> str:
+    """Cue text as SRT text, where it cannot be read as more than text: SRT has no escapes, so an arrow "-->" (a
+    timing line to a parser) becomes "->" and a "<" that would open a tag ("<i", "</", "<font") becomes "‹"."""
+    return _TAG_START.sub("‹", text.replace("-->", "->"))
+
+
+def vtt_text(text: str) -> str:
+    """Cue text as WebVTT text: &, < and > escaped (so neither a tag nor "-->" can be read in it)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_txt(cues: Sequence[Cue], duration: float | None = None) -> str:
@@ -120,13 +133,17 @@ def parse(text: str) -> list[Cue]:
 def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
     """(start, end, text) of each cue of SRT or WebVTT text, empty ones too; tolerant of a BOM, CRLF, '.' for ',',
     missing or wrong cue numbers and extra blank lines."""
-    for block in re.split(r"\n[ \t]*\n", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")):
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    vtt = text.startswith("WEBVTT")
+    for block in re.split(r"\n[ \t]*\n", text):
         lines = block.strip("\n").split("\n")
         at = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMES.match(line)), None)
         if at is None:
             continue
         m = _CUE_TIMES.match(lines[at])
         body = [_TAG.sub("", line).strip() for line in lines[at + 1 :]]
+        if vtt:  # (entities are WebVTT's; SRT has none)
+            body = [html.unescape(line) for line in body]
         yield _seconds(m.group(1)), _seconds(m.group(2)), "\n".join(line for line in body if line)
 
 

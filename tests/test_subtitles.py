@@ -86,3 +86,25 @@ def test_json_schema(with_words):
         assert cue["words"][1] == {"start": 0.5, "end": 1.25, "word": " there.", "probability": 0.8}
     else:
         assert "words" not in cue
+
+
+@pytest.mark.parametrize(
+    "text, in_srt, in_vtt",
+    [
+        ("Fish & chips", "Fish & chips", "Fish &amp; chips"),
+        ("if a < b then", "if a < b then", "if a &lt; b then"),
+        ("<i>not a tag</i>", "‹i>not a tag‹/i>", "&lt;i&gt;not a tag&lt;/i&gt;"),
+        ("A --> B", "A -> B", "A --&gt; B"),
+        ("00:00:05,000 --> 00:00:09,000", "00:00:05,000 -> 00:00:09,000", "00:00:05,000 --&gt; 00:00:09,000"),
+    ],
+)
+def test_cue_text_is_only_text(text, in_srt, in_vtt):
+    """What a cue says (a person's edit, a hostile SRT) cannot become a tag, a timing line or a new cue; WebVTT
+    escapes it and reads it back as it was."""
+    from pipeline.subtitles import parse
+
+    srt_file, vtt_file = to_srt([Cue(1, 2, text)]), to_vtt([Cue(1, 2, text)])
+    assert srt_file == f"1\n00:00:01,000 --> 00:00:02,000\n{in_srt}\n"
+    assert vtt_file == f"WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n{in_vtt}\n"
+    assert [c.text for c in parse(vtt_file)] == [text]
+    assert len(list(srt.parse(srt_file))) == 1
