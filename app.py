@@ -154,7 +154,17 @@ class SubtitleApp:
 
     def __init__(self, models: ModelCache, model_choices: list[tuple[str, str]], options: ServerOptions):
         self.models = models
-        self.model_choices = model_choices
+        # the page offers models by an id, not by where they are on the server: a name stays itself ("base"), a
+        # path becomes its last part ("whisper-small-ct2")
+        self.model_ids: dict[str, str] = {}
+        for _, spec in model_choices:
+            base = Path(spec).name if ("/" in spec or os.sep in spec) else spec
+            name, n = base, 2
+            while name in self.model_ids:
+                name, n = f"{base} ({n})", n + 1
+            self.model_ids[name] = spec
+        ids = {spec: name for name, spec in self.model_ids.items()}
+        self.model_choices = [(label, ids[spec]) for label, spec in model_choices]
         self.options = options
         self.policy = Policy(
             options.limits,
@@ -179,7 +189,8 @@ class SubtitleApp:
         yield "", "", _table([], False), None, None  # a new job starts from a clean page: no old results beside it
         admitted = False
         try:
-            spec = form_to_spec(**form)
+            model = form.get("model") or self.model_choices[0][1]
+            spec = form_to_spec(**{**form, "model": self.model_ids.get(model, model)})
             self._admit(client)
             admitted = True
             yield from self._run(spec)
@@ -577,7 +588,7 @@ def main(argv: list[str] | None = None) -> None:
         server_port=args.port,
         share=args.share,
         max_file_size=options.limits.max_bytes,
-        show_error=True,
+        show_error=False,  # only our own one-line messages reach the page (gr.Error); the rest is in the log
     )
 
 

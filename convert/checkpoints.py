@@ -167,7 +167,7 @@ def _load_pt(path: Path) -> Whisper:
         return whisper.load_model(str(path), device="cpu").float().eval()
     except Exception as e:  # torch.load raises many types for a file that is not a checkpoint
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SubtitleError(f"Cannot read {path} as a Whisper .pt checkpoint ({reason})") from e
+        raise SubtitleError(f"Cannot read {Path(path).name} as a Whisper .pt checkpoint ({reason})") from e
 
 
 def _load_openai(name: str) -> Whisper:

@@ -198,7 +198,7 @@ def load_audio(
 def _existing(path: Path) -> Path:
     path = Path(path)
     if not path.is_file():
-        raise SubtitleError(f"{path} does not exist or is not a file")
+        raise SubtitleError(f"{path.name} does not exist or is not a file")
     return path
 
 

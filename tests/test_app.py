@@ -253,3 +253,15 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
     assert next(subtitler.subtitle("10.0.0.8", files=[str(videos[ENGLISH[0]])]))  # another address is let in
     first.close(), second.close()
     assert next(subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]))  # and the first one again
+
+
+def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
+    import app
+    from pipeline.model import ModelCache
+
+    choices = [("Whisper base", "base"), ("Small", "/srv/models/whisper-small-ct2"), ("Tuned", "/a/b/model.pt"),
+               ("Tuned too", "/c/model.pt")]  # fmt: skip
+    subtitler = app.SubtitleApp(ModelCache(), choices, app.ServerOptions(jobs_dir=tmp_path))
+    assert [value for _, value in subtitler.model_choices] == ["base", "whisper-small-ct2", "model.pt", "model.pt (2)"]
+    assert subtitler.model_ids["model.pt (2)"] == "/c/model.pt"
+    assert subtitler.policy.models == tuple(spec for _, spec in choices)
