@@ -29,7 +29,7 @@ from typing import Any
 import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
-from pipeline import SubtitleError, TranscribeOptions
+from pipeline import FORMATS, SubtitleError, TranscribeOptions
 from pipeline.check import check, parse_srt
 from pipeline.download import SITES
 from pipeline.errors import OptionError
@@ -332,7 +332,11 @@ class SubtitleApp:
             for c in f.result.cues
         ]
         outputs = [p for f in result.files for p in f.outputs]
-        downloads = outputs if len(result.files) == 1 and not several else [zip_outputs(outputs, job_dir)]
+        subtitles = [p for p in outputs if p.suffix.lstrip(".") in FORMATS]  # (the videos are not zipped again)
+        several_files = len(result.files) > 1 or several
+        downloads = (
+            [zip_outputs(subtitles, job_dir), *(p for p in outputs if p not in subtitles)] if several_files else outputs
+        )
         return about, status, _table(rows, several), preview, [str(p) for p in downloads]
 
 

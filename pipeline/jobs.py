@@ -15,6 +15,7 @@ itself), so a bad option fails before any work.
 from __future__ import annotations
 
 import queue
+import shutil
 import threading
 import time
 import zipfile
@@ -28,7 +29,7 @@ import numpy as np
 from pipeline.download import download
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path
-from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
+from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, human_size, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
 from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft
 from pipeline.segment import Cue, CueRules, Word
@@ -276,6 +277,7 @@ class _Job:
                 cues = parse(Path(spec.subtitles).read_text(encoding="utf-8-sig", errors="replace"))
             except OSError as e:
                 raise SubtitleError(f"Could not read {Path(spec.subtitles).name}: {e.strerror}") from None
+        self._check_disk([item for i, item in enumerate(spec.inputs) if i in checked])
         files: list[FileResult] = []
         todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
@@ -292,6 +294,21 @@ class _Job:
                         path.unlink(missing_ok=True)
                     failed.append(self._failed(i, e))
         return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)))
+
+    def _check_disk(self, files: list[Path]) -> None:
+        """Refuse a job whose videos would fill the disk: each input is copied once more by a burn-in and twice by
+        soft subtitles (MKV and MP4). The server's per-job budget, and what is free beside the outputs."""
+        copies = (1 if self.spec.burn else 0) + (2 if self.spec.soft else 0)
+        need = copies * sum(f.stat().st_size for f in files)
+        limits = self.policy.limits
+        if limits is not None and need > limits.max_job_bytes:
+            raise SubtitleError(
+                f"This job would write {human_size(need)} of video; this server allows {human_size(limits.max_job_bytes)}"
+                " per job: fewer files, or no burned-in or soft-subtitled video"
+            )
+        free = shutil.disk_usage(self.out_dir).free
+        if need + _DISK_MARGIN > free:
+            raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
 
     def _failed(self, i: int, error: SubtitleError) -> FileFailed:
         item = self.spec.inputs[i]
@@ -429,6 +446,7 @@ class _Job:
         return result
 
 
+_DISK_MARGIN = 200 * 1024**2  # bytes kept free beyond what a job needs
 _NO_LIMITS = Limits(max_bytes=1 << 62, max_duration=float("inf"), max_files=1 << 30)
 
 
@@ -507,7 +525,8 @@ def write_outputs(result: SubtitleResult, formats: Sequence[str], out_dir: Path,
 
 
 def zip_outputs(files: Sequence[Path], out_dir: Path) -> Path:
-    """One zip of `files` (by their names), written whole or not at all."""
+    """One zip of `files` (by their names), written whole or not at all. (The web app zips only the subtitle files:
+    a video in a zip would be one more copy of it on the disk.)"""
     target = Path(out_dir) / "subtitles.zip"
     with atomic_path(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for f in files:
@@ -529,7 +548,7 @@ def _file_name(title: str) -> str:
 
 def _unique_stem(stem: str, taken: set[str]) -> str:
     """`stem`, short enough for the longest suffix we add, and unique within the job: "talk", "talk (2)", ..."""
-    stem = stem[:80].strip() or "subtitles"
+    stem = stem.encode("utf-8")[:120].decode("utf-8", "ignore").strip() or "subtitles"  # (names are 255 bytes at most)
     unique, n = stem, 2
     while unique.lower() in taken:
         unique, n = f"{stem} ({n})", n + 1

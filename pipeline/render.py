@@ -37,6 +37,7 @@ CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
 # libass sizes text by the font's ascent + descent; Noto CJK's are tall, so at the same size its glyphs come out
 # about a fifth smaller than DejaVu's. Scaled up to look the same size.
 CJK_SCALE = 1.2
+MAX_PIXELS = 1920 * 1080  # burned-in video is at most this big (4K and 8K are scaled down: the encode stays bounded)
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
@@ -165,8 +166,10 @@ def burn(
             to_ass(cues, media.width, media.height, options.style, language), encoding="utf-8"
         )
         _private_fonts(work)
-        # even sizes (x264 with yuv420p needs them); the ass filter comes first so it sees the source's pixels
-        vf = "ass=subs.ass:fontsdir=fonts,scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
+        # (the ass filter comes first so it sees the source's pixels)
+        # even sizes (x264 with yuv420p needs them), and at most MAX_PIXELS: a bigger picture is scaled down
+        f = min(1.0, (MAX_PIXELS / (media.width * media.height)) ** 0.5)
+        vf = f"ass=subs.ass:fontsdir=fonts,scale=trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2,format=yuv420p"
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if media.audio_codec in BROWSER_AUDIO else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),

@@ -285,3 +285,33 @@ def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audi
     with ThreadPoolExecutor(2) as pool:
         for _ in range(2):
             assert dict(zip(ENGLISH[:2], pool.map(words, ENGLISH[:2]))) == alone
+
+
+def test_a_burned_in_video_is_at_most_full_hd(tmp_path):
+    from pipeline.render import BurnOptions, burn
+    from pipeline.segment import Cue
+
+    big = tmp_path / "uhd.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc=size=3840x2160:rate=5", "-f", "lavfi", "-i", "sine", "-t", "1",
+           "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(big))  # fmt: skip
+    out = burn(big, [Cue(0, 1, "hello")], tmp_path / "out.mp4", options=BurnOptions(preset="ultrafast"))
+    info = probe(out)
+    assert (info.width, info.height) == (1920, 1080)
+
+
+def test_a_job_that_would_write_too_much_video_is_refused(videos, tmp_path):
+    from pipeline.render import BurnOptions
+
+    spec = JobSpec((videos[ENGLISH[0]],) * 3, burn=BurnOptions(), soft=True)
+    size = videos[ENGLISH[0]].stat().st_size
+    with pytest.raises(SubtitleError, match=r"^This job would write .* of video; this server allows .* per job"):
+        list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits(max_job_bytes=8 * size))))
+
+
+@pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])
+def test_long_titles_make_names_the_file_system_takes(title, tmp_path):
+    from pipeline.jobs import _file_name, _unique_stem
+
+    stem = _unique_stem(_file_name(title), set())
+    (tmp_path / f"{stem}.subtitled.mp4").write_bytes(b"")  # no "File name too long"
+    assert len(stem.encode()) <= 120 and title.startswith(stem)
