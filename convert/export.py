@@ -25,6 +25,7 @@ interrupted export never leaves a broken cache entry.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -72,26 +73,37 @@ def ensure_ir(
     options: ExportOptions = ExportOptions(),
     progress: Callable[[str], None] = lambda message: None,
 ) -> Path:
-    """Return the cache folder holding the IR for `checkpoint`, exporting it first if it is not there yet."""
+    """Return the cache folder holding the IR for `checkpoint`, exporting it first if it is not there yet.
+
+    One process exports a given entry at a time (a lock file beside it); the others wait and then use its result.
+    Only an incomplete entry is ever replaced, and temporary folders of exports killed midway (kill -9) are swept
+    by the next export of that entry."""
     key = f"{checkpoint.identity}-v{EXPORT_VERSION}-{options.weights}"
     target = cache_root() / key
-    if all((target / name).is_file() for name in FILES):
+    if _complete(target):
         return target
-    progress(f"Preparing {checkpoint.description} for OpenVINO (first run only)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
-    try:
-        export(checkpoint.load(), tmp, options)
-        if target.exists():  # a broken entry (files missing): replace it
-            shutil.rmtree(target)
+    with open(target.parent / f".{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes, also when the process dies)
+        if _complete(target):  # exported by another process while this one waited
+            return target
+        for stale in target.parent.glob(f".{key}.*"):  # a killed export's leftovers (the lock is ours)
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+        progress(f"Preparing {checkpoint.description} for OpenVINO (first run only)")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
         try:
+            export(checkpoint.load(), tmp, options)
+            if target.exists():  # an incomplete entry (files missing): replaced
+                shutil.rmtree(target)
             tmp.rename(target)
-        except OSError:
-            if not all((target / name).is_file() for name in FILES):  # not simply a concurrent export that won
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _complete(entry: Path) -> bool:
+    return all((entry / name).is_file() for name in FILES)
 
 
 def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) -> None:

@@ -315,3 +315,38 @@ def test_long_titles_make_names_the_file_system_takes(title, tmp_path):
     stem = _unique_stem(_file_name(title), set())
     (tmp_path / f"{stem}.subtitled.mp4").write_bytes(b"")  # no "File name too long"
     assert len(stem.encode()) <= 120 and title.startswith(stem)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPORT = """
+import sys
+from convert.checkpoints import resolve_checkpoint
+from convert.export import ensure_ir
+from test_checkpoints import tiny_en_dir
+print(ensure_ir(resolve_checkpoint(str(tiny_en_dir()))), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_an_export_killed_midway_leaves_nothing_that_breaks_the_next(tmp_path):
+    """kill -9 during an export; two processes then export the same model at once: one exports, the other waits
+    and uses its entry; the killed export's temporary folder is gone and the entry is complete."""
+    import signal
+    import sys
+
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"}
+    first = subprocess.Popen([sys.executable, "-c", EXPORT], env=env, stdout=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "cache").glob(".*-v*.*/")):  # its temporary folder: the export is under way
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]  # it left its half-made folder
+    two = [subprocess.Popen([sys.executable, "-c", EXPORT], env=env, stdout=subprocess.PIPE) for _ in range(2)]
+    outputs = [p.communicate(timeout=600)[0].decode().strip() for p in two]
+    assert [p.returncode for p in two] == [0, 0] and outputs[0] == outputs[1]
+    entry = Path(outputs[0])
+    assert {p.name for p in entry.iterdir()} >= {"encoder.xml", "decoder.xml", "model.json"}
+    assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()] == [entry]
