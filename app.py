@@ -48,7 +48,7 @@ from pipeline.jobs import (
 )
 from pipeline.media import Limits, hms, probe
 from pipeline.model import ModelCache, ModelOptions, resolve_precision
-from pipeline.render import BurnOptions, Style
+from pipeline.render import BurnOptions, Style, burn
 from pipeline.segment import CueRules
 from pipeline.subtitles import format_timestamp
 from pipeline.transcribe import LANGUAGES
@@ -321,7 +321,7 @@ class SubtitleApp:
             preview = gr.Video(value=str(first.burned), subtitles=None)
         else:
             vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
-            preview = gr.Video(value=str(first.source.media), subtitles=str(vtt))
+            preview = gr.Video(value=str(_playable(first.source, job_dir / "preview")), subtitles=str(vtt))
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."
         if result.failed:
@@ -338,6 +338,21 @@ class SubtitleApp:
             [zip_outputs(subtitles, job_dir), *(p for p in outputs if p not in subtitles)] if several_files else outputs
         )
         return about, status, _table(rows, several), preview, [str(p) for p in downloads]
+
+
+PLAYABLE = {(".mp4", "h264"), (".mp4", "av1"), (".webm", "vp8"), (".webm", "vp9"), (".webm", "av1")}
+
+
+def _playable(source: Source, folder: Path) -> Path:
+    """The source itself when a browser plays it (and Gradio then leaves it alone), else its first PREVIEW_SECONDS
+    as H.264 made by our ffmpeg with its timeout (Gradio would convert the whole file with the system's ffmpeg,
+    unbounded)."""
+    info = source.info
+    if not info.has_video or (source.media.suffix.lower(), info.video_codec) in PLAYABLE:
+        return source.media
+    return burn(
+        source.media, [], folder / "preview.mp4", options=BurnOptions(preview_seconds=PREVIEW_SECONDS), media=info
+    )
 
 
 def form_to_spec(**form) -> JobSpec:

@@ -265,3 +265,18 @@ def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
     assert [value for _, value in subtitler.model_choices] == ["base", "whisper-small-ct2", "model.pt", "model.pt (2)"]
     assert subtitler.model_ids["model.pt (2)"] == "/c/model.pt"
     assert subtitler.policy.models == tuple(spec for _, spec in choices)
+
+
+def test_a_video_browsers_cannot_play_gets_a_preview_from_our_ffmpeg(client, videos, tmp_path):
+    """An MKV upload: the page's preview is an H.264 MP4 made by the pinned ffmpeg (not Gradio's conversion with
+    the system's ffmpeg); an MP4 is shown as it is."""
+    from conftest import ffmpeg
+
+    from pipeline.media import probe
+
+    mkv = tmp_path / "talk.mkv"
+    ffmpeg("-i", str(videos[ENGLISH[0]]), "-c", "copy", str(mkv))
+    _, _, _, preview, _ = client.predict(files=[handle_file(str(mkv))], api_name="/subtitle")
+    assert preview["value"].endswith("preview.mp4") and probe(preview["value"]).video_codec == "h264"
+    _, _, _, preview, _ = client.predict(files=[handle_file(str(videos[ENGLISH[0]]))], api_name="/subtitle")
+    assert preview["value"].endswith(f"{ENGLISH[0]}.mp4")
