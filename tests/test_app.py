@@ -280,3 +280,45 @@ def test_a_video_browsers_cannot_play_gets_a_preview_from_our_ffmpeg(client, vid
     assert preview["value"].endswith("preview.mp4") and probe(preview["value"]).video_codec == "h264"
     _, _, _, preview, _ = client.predict(files=[handle_file(str(videos[ENGLISH[0]]))], api_name="/subtitle")
     assert preview["value"].endswith(f"{ENGLISH[0]}.mp4")
+
+
+@pytest.mark.slow
+def test_eight_concurrent_jobs_all_complete_with_their_own_words(app_server, videos, manifest, tmp_path):
+    """8 callers at once on a server that works 2 jobs at a time: every job gets its own text and exactly the word
+    times its video gets alone; no job folder is left behind. Prints the server process's peak RSS."""
+    import json
+    import resource
+
+    def call(clip: str) -> dict:
+        *_, downloads = Client(app_server[0], verbose=False).predict(
+            files=[handle_file(str(videos[clip]))], formats=["json"], api_name="/subtitle"
+        )
+        return json.loads(open(downloads[0], encoding="utf-8").read())
+
+    alone = {clip: call(clip) for clip in ENGLISH[:2]}
+    clips = [ENGLISH[i % 2] for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(call, clips))
+    for clip, got in zip(clips, results):
+        assert got["segments"] == alone[clip]["segments"]
+        text = " ".join(s["text"].replace("\n", " ") for s in got["segments"])
+        assert wer(manifest[clip]["reference_text"], text) <= 0.10
+    print(f"peak RSS of the server process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+@pytest.mark.parametrize(
+    "concurrency, minutes, available_gb, refused",
+    [
+        (1, 180, 24, False),  # the defaults on this 24 GB machine
+        (8, 180, 24, True),  # 8 jobs of 3 h: about 29 GB
+        (8, 30, 24, False),
+        (2, 180, 4, True),
+    ],
+)
+def test_concurrency_is_checked_against_memory(concurrency, minutes, available_gb, refused):
+    import app
+
+    problem = app.memory_problem(concurrency, minutes * 60, available_gb * 1e9)
+    assert (problem is not None) == refused
+    if refused:
+        assert problem.startswith(f"--concurrency {concurrency} with --max-duration {minutes} needs about")
