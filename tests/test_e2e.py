@@ -15,7 +15,7 @@ from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, mute_video, wer
 from whisper.normalizers import BasicTextNormalizer
 
 from convert.checkpoints import Checkpoint, resolve_checkpoint
-from convert.export import ensure_ir
+from convert.export import EXPORT_VERSION, ensure_ir
 from pipeline import SubtitleError, TranscribeOptions, subtitle_file, transcribe
 from pipeline.media import ffmpeg_exe
 
@@ -145,7 +145,7 @@ def test_ir_cache_is_reused_and_never_half_written(tmp_path, monkeypatch, ov_mod
 
     with pytest.raises(KeyboardInterrupt):
         ensure_ir(Checkpoint(real.identity, real.description, interrupted))
-    assert list(tmp_path.iterdir()) == []  # no entry, no temporary folder
+    assert [p.name for p in tmp_path.iterdir()] == [f".{real.identity}-v{EXPORT_VERSION}-f16.lock"]  # only the lock
 
     first = ensure_ir(real)
     stamps = {p.name: p.stat().st_mtime_ns for p in first.iterdir()}
@@ -156,7 +156,7 @@ def test_ir_cache_is_reused_and_never_half_written(tmp_path, monkeypatch, ov_mod
     second = ensure_ir(Checkpoint(real.identity, real.description, must_not_load))
     assert second == first
     assert {p.name: p.stat().st_mtime_ns for p in second.iterdir()} == stamps
-    assert [p.name for p in tmp_path.iterdir()] == [first.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".{first.name}.lock", first.name]
 
 
 def test_cli_burn_and_soft_with_a_hostile_file_name(model_cache, ov_model, tmp_path):
