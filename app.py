@@ -622,7 +622,10 @@ def main(argv: list[str] | None = None) -> None:
         queue_size=args.queue_size,
         per_client=args.jobs_per_client,
     )
-    app = SubtitleApp(ModelCache(), choices, options)
+    # jobs working side by side share the cores instead of each asking OpenVINO for all of them
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = 0 if args.concurrency == 1 else max(1, cores // args.concurrency)
+    app = SubtitleApp(ModelCache(ModelOptions(threads=threads)), choices, options)
     # compile the default model while the page loads, so the first job does not wait for it
     threading.Thread(target=app.models.get, args=(choices[0][1],), daemon=True).start()
     # Every admitted job enters at once and waits for one of the --concurrency slots inside (SubtitleApp._admit
