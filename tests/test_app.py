@@ -263,9 +263,9 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
     next(first), next(first), next(second), next(second)  # both admitted (one works, one waits for the slot)
     with pytest.raises(gr.Error, match="You have 2 jobs working or waiting on this server: wait for one to finish"):
         list(subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]))
-    assert next(subtitler.subtitle("10.0.0.8", files=[str(videos[ENGLISH[0]])]))  # another address is let in
+    admitted(subtitler.subtitle("10.0.0.8", files=[str(videos[ENGLISH[0]])]))  # another address is let in
     first.close(), second.close()
-    assert next(subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]))  # and the first one again
+    admitted(subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]))  # and the first one again
 
 
 def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
@@ -335,3 +335,29 @@ def test_concurrency_is_checked_against_memory(concurrency, minutes, available_g
     assert (problem is not None) == refused
     if refused:
         assert problem.startswith(f"--concurrency {concurrency} with --max-duration {minutes} needs about")
+
+
+def test_a_full_server_turns_jobs_away_as_busy(videos, tmp_path):
+    """One working and one waiting fill a server with --concurrency 1 --queue-size 1: the next job, from any
+    address, is refused at once as busy; once one ends, a job is let in again."""
+    import gradio as gr
+
+    import app
+    from pipeline.model import ModelCache
+
+    options = app.ServerOptions(jobs_dir=tmp_path, concurrency=1, queue_size=1, per_client=5)
+    subtitler = app.SubtitleApp(ModelCache(), [("base", "base")], options)
+    jobs = [subtitler.subtitle(f"10.0.0.{n}", files=[str(videos[ENGLISH[0]])]) for n in (1, 2)]
+    for job in jobs:
+        next(job), next(job)  # admitted
+    with pytest.raises(gr.Error, match="The server is busy: try again in a few minutes"):
+        list(subtitler.subtitle("10.0.0.3", files=[str(videos[ENGLISH[0]])]))
+    jobs[0].close()
+    admitted(subtitler.subtitle("10.0.0.3", files=[str(videos[ENGLISH[0]])]))
+    jobs[1].close()
+
+
+def admitted(job) -> None:
+    """The job gets past its admission (its second update: the first is the clean page), then is closed."""
+    next(job), next(job)
+    job.close()
