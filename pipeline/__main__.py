@@ -13,8 +13,18 @@ from pathlib import Path
 
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.jobs import CueDecoded, FileFailed, FileWritten, JobResult, JobSpec, Progress, SourceFound, run_job
-from pipeline.media import hms
+from pipeline.jobs import (
+    CueDecoded,
+    FileFailed,
+    FileSkipped,
+    FileWritten,
+    JobResult,
+    JobSpec,
+    Progress,
+    SourceFound,
+    run_job,
+)
+from pipeline.media import hms, media_files
 from pipeline.model import ModelCache, ModelOptions
 from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
@@ -35,7 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Write subtitles for video or audio files with Whisper on OpenVINO (CPU).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video or audio files, or links (http/https)")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video or audio files, folders of them (searched recursively), or links (http/https)")
     p.add_argument("--output-dir", "-o", type=Path, default=Path("."), help="where DIR/<input stem>.<ext> is written")
     p.add_argument("--format", "-f", default="srt", help=f"comma-separated: {','.join(FORMATS)}")
     p.add_argument(
@@ -112,6 +122,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="FILE",
         help="an SRT or WebVTT file to use instead of transcribing (one input; with --burn, --soft or --format)",
     )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="redo inputs whose outputs are already there (by default they are skipped: a stopped batch resumes)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p.parse_args(argv)
 
@@ -120,9 +135,19 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
     """The job the arguments ask for; an OptionError names the field that is wrong."""
     if args.preview is not None and not args.burn:
         raise OptionError("preview_seconds", "A preview is a burned-in one: add --burn")
-    inputs = tuple(x if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", x) else Path(x) for x in args.inputs)
+    inputs: list[Path | str] = []
+    for x in args.inputs:
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", x):
+            inputs.append(x)
+        elif Path(x).is_dir():  # a whole archive: its media files, recursively
+            found = media_files(Path(x))
+            if not found:
+                raise SubtitleError(f"{Path(x).name or x} holds no video or audio files")
+            inputs += found
+        else:
+            inputs.append(Path(x))
     return JobSpec(
-        inputs,
+        tuple(inputs),
         model=ModelOptions(args.model, args.precision, args.threads),
         transcribe=TranscribeOptions(
             language=args.language,
@@ -147,6 +172,7 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
         else None,
         soft=args.soft,
         subtitles=args.subtitles,
+        overwrite=args.overwrite,
     )
 
 
@@ -170,9 +196,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    if len(spec.inputs) > 1:
-        say(f"{len(result.files)} done, {len(result.failed)} failed")
+    if len(spec.inputs) > 1 or result.skipped:
+        say(summary(result))
     return 2 if result.failed else 0
+
+
+def summary(result: JobResult) -> str:
+    """The batch in a few lines: done (with hours of audio), skipped, and each failure with its reason."""
+    hours = sum(f.result.info.duration for f in result.files) / 3600
+    lines = [f"{len(result.files)} done ({hours:.2f} h of audio), {len(result.skipped)} skipped (done before), "
+             f"{len(result.failed)} failed"]  # fmt: skip
+    lines += [f"  failed: {f.name}: {f.message}" for f in result.failed]
+    return "\n".join(lines)
 
 
 def _print(events, say) -> JobResult:
@@ -195,6 +230,8 @@ def _print(events, say) -> JobResult:
             say(f"{names.get(event.index, '')}: wrote {event.path}")
         elif isinstance(event, FileFailed):
             print(f"error: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, FileSkipped):
+            say(f"{event.name}: skipped, its outputs are there from an earlier run (--overwrite to redo)")
         elif isinstance(event, JobResult):
             for f in event.files:
                 info = f.result.info

@@ -57,6 +57,7 @@ class JobSpec:
     burn: BurnOptions | None = None  # also <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
     soft: bool = False  # also <stem>.subs.mkv (and .subs.mp4 when the codecs allow) with a subtitle track
     subtitles: Path | None = None  # an SRT or WebVTT file to use as the cues instead of transcribing (one input)
+    overwrite: bool = True  # False: a local input whose outputs are all there, newer than it, is skipped (a resume)
 
     def __post_init__(self):
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -157,12 +158,20 @@ class FileFailed:
 
 
 @dataclass(frozen=True)
+class FileSkipped:
+    index: int
+    name: str  # the input as given
+    outputs: tuple[Path, ...]  # its outputs, complete from an earlier run
+
+
+@dataclass(frozen=True)
 class JobResult:
     files: tuple[FileResult, ...]  # the inputs that succeeded, in input order
     failed: tuple[FileFailed, ...] = ()
+    skipped: tuple[FileSkipped, ...] = ()
 
 
-Event = Progress | SourceFound | CueDecoded | FileWritten | FileFailed
+Event = Progress | SourceFound | CueDecoded | FileWritten | FileFailed | FileSkipped
 
 
 def run_job(
@@ -277,6 +286,10 @@ class _Job:
                 cues = parse(Path(spec.subtitles).read_text(encoding="utf-8-sig", errors="replace"))
             except OSError as e:
                 raise SubtitleError(f"Could not read {Path(spec.subtitles).name}: {e.strerror}") from None
+        skipped = [] if spec.overwrite else [s for i in list(checked) if (s := self._done_before(i))]
+        for s in skipped:
+            del checked[s.index]
+            self.emit(s)
         self._check_disk([item for i, item in enumerate(spec.inputs) if i in checked])
         files: list[FileResult] = []
         todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
@@ -293,7 +306,23 @@ class _Job:
                     for path in written:  # an input that fails leaves none of its files
                         path.unlink(missing_ok=True)
                     failed.append(self._failed(i, e))
-        return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)))
+        return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)), tuple(skipped))
+
+    def _done_before(self, i: int) -> FileSkipped | None:
+        """The input's outputs, when an earlier run wrote them all (each newer than the input); its name is then
+        taken, as it was in that run."""
+        item = self.spec.inputs[i]
+        stem = Path(item.name).stem
+        names = [f"{stem}.{fmt}" for fmt in self.spec.formats]
+        names += [f"{stem}.subtitled.mp4"] if self.spec.burn else []
+        names += [f"{stem}.subs.mkv"] if self.spec.soft else []
+        outputs = tuple(self.out_dir / name for name in names)
+        if stem.lower() in self.stems or not all(
+            o.is_file() and o.stat().st_mtime >= item.stat().st_mtime for o in outputs
+        ):
+            return None
+        self.stems.add(stem.lower())
+        return FileSkipped(i, item.name, outputs)
 
     def _check_disk(self, files: list[Path]) -> None:
         """Refuse a job whose videos would fill the disk: each input is copied once more by a burn-in and twice by
@@ -561,6 +590,7 @@ __all__ = [
     "CueDecoded",
     "Event",
     "FileFailed",
+    "FileSkipped",
     "FileResult",
     "FileWritten",
     "JobResult",

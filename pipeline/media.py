@@ -34,6 +34,23 @@ _ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees")
 DEMUXERS = ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "flv", "mpegts", "mpeg", "asf", "mxf", "nut", "dv",
             "mp3", "wav", "w64", "ogg", "flac", "aac", "ac3", "eac3", "aiff", "amr", "caf", "wv", "ape")  # fmt: skip
 PROBE_TIMEOUT = 60.0  # seconds
+# What a folder given as input is searched for (by extension; each file is still probed before any work).
+MEDIA_SUFFIXES = frozenset(
+    ".mp4 .m4v .mkv .webm .mov .avi .flv .ts .mts .m2ts .mpg .mpeg .wmv .asf .mxf .3gp .nut .dv "
+    ".mp3 .wav .m4a .aac .flac .ogg .oga .opus .wma .aiff .aif .amr .caf .wv .ape .ac3".split()
+)
+
+
+def media_files(folder: Path) -> list[Path]:
+    """The media files under `folder`, recursively, in a stable order (hidden files and folders left out)."""
+    found = [
+        p
+        for p in Path(folder).rglob("*")
+        if p.suffix.lower() in MEDIA_SUFFIXES
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    ]
+    return sorted(found)
 
 
 def ffmpeg_exe() -> str:

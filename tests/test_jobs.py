@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,10 @@ def test_the_page_and_the_cli_build_the_same_job(argv, form):
     from app import form_to_spec
     from pipeline.__main__ import build_spec, parse_args
 
-    assert form_to_spec(files=[str(CLIP)], **form) == build_spec(parse_args([str(CLIP), *argv]))
+    # (but for resuming: the CLI skips inputs done before, the page's jobs write into a fresh folder)
+    cli_spec = build_spec(parse_args([str(CLIP), *argv]))
+    assert not cli_spec.overwrite
+    assert form_to_spec(files=[str(CLIP)], **form) == replace(cli_spec, overwrite=True)
 
 
 def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
@@ -207,3 +211,34 @@ def test_unreadable_subtitles_are_a_message(tmp_path):
     proc = cli(str(video), "--subtitles", str(given), "-o", str(tmp_path / "out"), cache=tmp_path / "cache")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: No cues found: the subtitles must be an SRT or WebVTT file"]
+
+
+@pytest.mark.slow
+def test_cli_subtitles_a_folder_and_a_second_run_resumes(model_cache, manifest, tmp_path):
+    """A folder is its media files, recursively; a broken one fails alone (exit 2) and the summary gives its reason.
+    Run again after deleting one output: only that input is transcribed, the others are skipped."""
+    archive = tmp_path / "archive"
+    (archive / "day2").mkdir(parents=True)
+    shutil.copy(clip_path(ENGLISH[0]), archive / f"{ENGLISH[0]}.wav")
+    shutil.copy(clip_path(ENGLISH[1]), archive / "day2" / f"{ENGLISH[1]}.wav")
+    (archive / "day2" / "broken.mp4").write_bytes(b"not a video")
+    (archive / "notes.txt").write_text("not media either")
+    out = tmp_path / "out"
+    first = cli(str(archive), "-o", str(out), cache=model_cache)
+    assert first.returncode == 2, first.stderr
+    assert first.stderr.strip().splitlines()[-2:] == [
+        "2 done (0.01 h of audio), 0 skipped (done before), 1 failed",
+        "  failed: broken.mp4: broken.mp4 is not a media file this server reads (Error opening input files: Invalid "
+        "data found when processing input): use a video or audio file (MP4, MKV, WebM, MOV, MP3, WAV, ...)",
+    ]
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{c}.srt" for c in ENGLISH[:2])
+    kept = (out / f"{ENGLISH[0]}.srt").stat().st_mtime_ns
+    (out / f"{ENGLISH[1]}.srt").unlink()
+
+    again = cli(str(archive), "-o", str(out), cache=model_cache)
+    assert again.returncode == 2
+    assert f"{ENGLISH[0]}.wav: skipped, its outputs are there from an earlier run (--overwrite to redo)" in again.stderr
+    assert "1 done (0.00 h of audio), 1 skipped (done before), 1 failed" in again.stderr
+    assert (out / f"{ENGLISH[0]}.srt").stat().st_mtime_ns == kept  # not written again
+    text = " ".join(c.content for c in srt.parse((out / f"{ENGLISH[1]}.srt").read_text(encoding="utf-8")))
+    assert wer(manifest[ENGLISH[1]]["reference_text"], text) <= 0.10
