@@ -45,7 +45,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Write subtitles for video or audio files with Whisper on OpenVINO (CPU).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video or audio files, folders of them (searched recursively), or links (http/https)")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="video or audio files, folders of them (searched recursively), or links (http/https)",
+    )
     p.add_argument("--output-dir", "-o", type=Path, default=Path("."), help="where DIR/<input stem>.<ext> is written")
     p.add_argument("--format", "-f", default="srt", help=f"comma-separated: {','.join(FORMATS)}")
     p.add_argument(
