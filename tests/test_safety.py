@@ -6,6 +6,7 @@ prove that nothing was fetched.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import subprocess
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ENGLISH, clip_path, ffmpeg, free_port
+from conftest import ENGLISH, clip_path, ffmpeg
 
 from pipeline.errors import Cancelled, SubtitleError
 from pipeline.jobs import JobResult, JobSpec, Policy, run_job
@@ -22,25 +23,33 @@ from pipeline.media import Limits, ffmpeg_exe, load_audio, probe, run_ffmpeg
 from pipeline.model import ModelCache
 
 
-@pytest.fixture
-def logged_server(tmp_path):
-    """An HTTP server on loopback that serves tmp_path/www and records each path asked for."""
-    www = tmp_path / "www"
-    www.mkdir()
+@contextlib.contextmanager
+def serving(folder: Path, host: str = "127.0.0.1"):
+    """An HTTP server on `host` serving `folder` that records each path asked for: yields (url, requests)."""
+    folder.mkdir(exist_ok=True)
     requests: list[str] = []
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(www), **kwargs)
+            super().__init__(*args, directory=str(folder), **kwargs)
 
         def log_message(self, *args) -> None:
             requests.append(self.path)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server = http.server.ThreadingHTTPServer((host, 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", www, requests
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://{host}:{server.server_address[1]}", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def logged_server(tmp_path):
+    """A server on loopback serving tmp_path/www: yields (url, www, requests)."""
+    with serving(tmp_path / "www") as (url, requests):
+        yield url, tmp_path / "www", requests
 
 
 def no_duration_mkv(path: Path, seconds: float) -> Path:
@@ -163,29 +172,15 @@ def test_public_addresses(address, public):
 def two_hosts(tmp_path, logged_server):
     """A "public" host (127.0.0.1, serving a clip, a redirect and an HLS playlist) and a "private" one (127.0.0.2,
     logging every request), with the address check that says so."""
-    url, www, public_requests = logged_server
+    url, www, _ = logged_server
     secret = tmp_path / "secret"
-    secret.mkdir()
-    private_requests: list[str] = []
-
-    class Private(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(secret), **kwargs)
-
-        def log_message(self, *args) -> None:
-            private_requests.append(self.path)
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Private)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    private = f"http://127.0.0.2:{server.server_address[1]}"
-    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-c:a", "aac", str(secret / "secret.m4a"))
-    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-c:a", "aac", str(www / "clip.m4a"))
-    (www / "list.m3u8").write_text(
-        f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n{private}/secret.m4a\n#EXT-X-ENDLIST\n", encoding="utf-8"
-    )
-    yield url, private, private_requests
-    server.shutdown()
-    server.server_close()
+    with serving(secret, "127.0.0.2") as (private, private_requests):
+        ffmpeg("-i", str(clip_path(ENGLISH[0])), "-c:a", "aac", str(secret / "secret.m4a"))
+        ffmpeg("-i", str(clip_path(ENGLISH[0])), "-c:a", "aac", str(www / "clip.m4a"))
+        (www / "list.m3u8").write_text(
+            f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n{private}/secret.m4a\n#EXT-X-ENDLIST\n", encoding="utf-8"
+        )
+        yield url, private, private_requests
 
 
 def redirect_server(target: str) -> str:
