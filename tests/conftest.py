@@ -11,6 +11,7 @@ import http.server
 import os
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -155,11 +156,12 @@ def app_server(ov_model, tmp_path_factory):
 
     Yields (url, jobs_dir)."""
     import app
+    from pipeline.executors import InProcess
     from pipeline.model import ModelCache
 
     jobs_dir = tmp_path_factory.mktemp("jobs")
     subtitler = app.SubtitleApp(
-        ModelCache(loaded={("base", "f32"): ov_model}),
+        InProcess(ModelCache(loaded={("base", "f32"): ov_model})),
         [("Whisper base (embedded)", "base")],
         # the media server is on loopback; every test's jobs come from this one address
         app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir, concurrency=2, per_client=40),
@@ -169,3 +171,30 @@ def app_server(ov_model, tmp_path_factory):
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/", jobs_dir
     demo.close()
+
+
+@pytest.fixture(scope="session")
+def ray_head(model_cache):
+    """A Ray cluster of one local node limited to 2 CPUs (`ray start --head`), for the tests of the Ray executor;
+    its workers use the session's model cache. Token authentication is on, as on a real cluster: the token is
+    ~/.ray/auth_token, and RAY_AUTH_MODE=token tells this process and its children to send it. Yields its address;
+    `ray stop` ends it."""
+    ray = str(Path(sys.executable).parent / "ray")
+    port = free_port()
+    old = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "token"
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache), "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([ray, "get-auth-token", "--generate"], check=True, capture_output=True, env=env, timeout=60)
+    subprocess.run(
+        [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+         "--disable-usage-stats"],
+        check=True, capture_output=True, env=env, timeout=180,
+    )  # fmt: skip
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
+        if old is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = old

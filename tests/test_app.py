@@ -138,15 +138,16 @@ def test_limits_are_a_message_before_any_work(videos, tmp_path, limits, message)
     import gradio as gr
 
     import app
+    from pipeline.executors import InProcess
     from pipeline.media import Limits
     from pipeline.model import ModelCache
 
     subtitler = app.SubtitleApp(
-        ModelCache(), [("base", "base")], app.ServerOptions(Limits(**limits), jobs_dir=tmp_path / "jobs")
+        InProcess(ModelCache()), [("base", "base")], app.ServerOptions(Limits(**limits), jobs_dir=tmp_path / "jobs")
     )
     with pytest.raises(gr.Error, match=message):
         list(subtitler.subtitle(files=[str(videos[ENGLISH[0]])]))
-    assert not subtitler.models.is_loaded("base") and folders_become(tmp_path / "jobs", set())
+    assert not subtitler.runner.models.is_loaded("base") and folders_become(tmp_path / "jobs", set())
 
 
 def test_cancelled_job_stops_and_leaves_nothing(client, app_server, tmp_path):
@@ -256,9 +257,12 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
     import gradio as gr
 
     import app
+    from pipeline.executors import InProcess
     from pipeline.model import ModelCache
 
-    subtitler = app.SubtitleApp(ModelCache(), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path, per_client=2))
+    subtitler = app.SubtitleApp(
+        InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path, per_client=2)
+    )
     first, second = (subtitler.subtitle("10.0.0.7", files=[str(videos[ENGLISH[0]])]) for _ in range(2))
     next(first), next(first), next(second), next(second)  # both admitted (one works, one waits for the slot)
     with pytest.raises(gr.Error, match="You have 2 jobs working or waiting on this server: wait for one to finish"):
@@ -270,11 +274,12 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
 
 def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
     import app
+    from pipeline.executors import InProcess
     from pipeline.model import ModelCache
 
     choices = [("Whisper base", "base"), ("Small", "/srv/models/whisper-small-ct2"), ("Tuned", "/a/b/model.pt"),
                ("Tuned too", "/c/model.pt")]  # fmt: skip
-    subtitler = app.SubtitleApp(ModelCache(), choices, app.ServerOptions(jobs_dir=tmp_path))
+    subtitler = app.SubtitleApp(InProcess(ModelCache()), choices, app.ServerOptions(jobs_dir=tmp_path))
     assert [value for _, value in subtitler.model_choices] == ["base", "whisper-small-ct2", "model.pt", "model.pt (2)"]
     assert subtitler.model_ids["model.pt (2)"] == "/c/model.pt"
     assert subtitler.policy.models == tuple(spec for _, spec in choices)
@@ -343,10 +348,11 @@ def test_a_full_server_turns_jobs_away_as_busy(videos, tmp_path):
     import gradio as gr
 
     import app
+    from pipeline.executors import InProcess
     from pipeline.model import ModelCache
 
     options = app.ServerOptions(jobs_dir=tmp_path, concurrency=1, queue_size=1, per_client=5)
-    subtitler = app.SubtitleApp(ModelCache(), [("base", "base")], options)
+    subtitler = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], options)
     jobs = [subtitler.subtitle(f"10.0.0.{n}", files=[str(videos[ENGLISH[0]])]) for n in (1, 2)]
     for job in jobs:
         next(job), next(job)  # admitted

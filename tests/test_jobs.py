@@ -214,9 +214,12 @@ def test_unreadable_subtitles_are_a_message(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_subtitles_a_folder_and_a_second_run_resumes(model_cache, manifest, tmp_path):
+@pytest.mark.parametrize("where", ["in process", "on Ray"])
+def test_cli_subtitles_a_folder_and_a_second_run_resumes(where, model_cache, manifest, tmp_path, request):
     """A folder is its media files, recursively; a broken one fails alone (exit 2) and the summary gives its reason.
-    Run again after deleting one output: only that input is transcribed, the others are skipped."""
+    Run again after deleting one output: only that input is transcribed, the others are skipped. In process, and on a
+    local Ray node with two workers."""
+    ray = ("--ray", request.getfixturevalue("ray_head"), "--workers", "2") if where == "on Ray" else ()
     archive = tmp_path / "archive"
     (archive / "day2").mkdir(parents=True)
     shutil.copy(clip_path(ENGLISH[0]), archive / f"{ENGLISH[0]}.wav")
@@ -224,7 +227,7 @@ def test_cli_subtitles_a_folder_and_a_second_run_resumes(model_cache, manifest, 
     (archive / "day2" / "broken.mp4").write_bytes(b"not a video")
     (archive / "notes.txt").write_text("not media either")
     out = tmp_path / "out"
-    first = cli(str(archive), "-o", str(out), cache=model_cache)
+    first = cli(str(archive), "-o", str(out), *ray, cache=model_cache)
     assert first.returncode == 2, first.stderr
     assert first.stderr.strip().splitlines()[-2:] == [
         "2 done (0.01 h of audio), 0 skipped (done before), 1 failed",
@@ -235,7 +238,7 @@ def test_cli_subtitles_a_folder_and_a_second_run_resumes(model_cache, manifest, 
     kept = (out / f"{ENGLISH[0]}.srt").stat().st_mtime_ns
     (out / f"{ENGLISH[1]}.srt").unlink()
 
-    again = cli(str(archive), "-o", str(out), cache=model_cache)
+    again = cli(str(archive), "-o", str(out), *ray, cache=model_cache)
     assert again.returncode == 2
     assert f"{ENGLISH[0]}.wav: skipped, its outputs are there from an earlier run (--overwrite to redo)" in again.stderr
     assert "1 done (0.00 h of audio), 1 skipped (done before), 1 failed" in again.stderr

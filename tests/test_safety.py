@@ -305,9 +305,9 @@ def test_a_job_that_would_write_too_much_video_is_refused(videos, tmp_path):
 
 @pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])
 def test_long_titles_make_names_the_file_system_takes(title, tmp_path):
-    from pipeline.jobs import _file_name, _unique_stem
+    from pipeline.jobs import _file_name, unique_stem
 
-    stem = _unique_stem(_file_name(title), set())
+    stem = unique_stem(_file_name(title), set())
     (tmp_path / f"{stem}.subtitled.mp4").write_bytes(b"")  # no "File name too long"
     assert len(stem.encode()) <= 120 and title.startswith(stem)
 

@@ -1,0 +1,412 @@
+"""Jobs on a Ray cluster: a JobSpec's inputs spread over workers (Ray actors) that each hold a compiled model.
+
+`RayExecutor(address, workers).run(spec, out_dir, ...)` keeps run_job's contract: the same events, the same
+JobResult, and closing the generator stops the work. What changes is where the work happens:
+- One queue feeds every worker, shared by all the jobs of the executor (a web server's concurrent jobs too). A
+  worker subtitles one input at a time with run_job, in a folder of its own.
+- Inputs travel to the workers as bytes, through Ray's object store; links are downloaded by the worker. Nothing
+  depends on a path of the submitting machine except the model: the embedded one installs with the requirements on
+  every node, any other must be at a path every node can read.
+- A worker sends back its events as they happen, and at the end every output file as bytes. The files are written
+  here, each whole (atomic_path), only once the input is complete: a worker that dies leaves nothing behind.
+- A worker that dies (a killed process, a lost node) is restarted by Ray, and its input is tried again on the next
+  free worker, up to `retries` more times. The cues it had already streamed are not shown a second time.
+- An input that fails (unreadable, over a limit, a dead link) fails alone, as in process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import ray
+from ray.exceptions import RayActorError
+
+from pipeline.errors import Cancelled, OptionError, SubtitleError
+from pipeline.files import atomic_path
+from pipeline.jobs import (
+    CueDecoded,
+    Event,
+    FileDone,
+    FileFailed,
+    FileResult,
+    FileWritten,
+    JobResult,
+    JobSpec,
+    Policy,
+    Progress,
+    SourceFound,
+    check_disk,
+    check_file,
+    check_job,
+    done_before,
+    run_job,
+    stream,
+    unique_stem,
+)
+from pipeline.model import ModelCache, ModelOptions
+
+log = logging.getLogger(__name__)
+
+RETRIES = 2  # more tries for an input whose worker died under it
+_PACKAGES = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "convert")]
+_PREFIX = "subtitle-worker-"  # + pid: a worker's folders (a killed worker's are removed by the next one on its node)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    result: JobResult  # of the one-input job, with the worker's paths
+    files: tuple[tuple[str, bytes], ...]  # each output's name and content, in the order of the FileResult's outputs
+    media: bytes | None  # a link's downloaded media (a page previews it), None for a local input
+
+
+class Worker:
+    """One worker slot (a Ray actor): a process with its compiled models, subtitling one input at a time."""
+
+    def __init__(self, options: ModelOptions):
+        self.models = ModelCache(options)
+        self.cancelled: set[str] = set()
+        _sweep()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def prepare(self, model: str, precision: str) -> None:
+        self.models.get(model, precision=precision)
+
+    def cancel(self, key: str) -> None:
+        self.cancelled.add(key)
+
+    def run(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy):
+        """run_job on the spec's one input (its bytes, when it is a file): its events, then a _Finished."""
+        root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+        name = str(spec.inputs[0]) if data is None else Path(spec.inputs[0]).name
+        try:
+            if data is not None:
+                (root / "in").mkdir()
+                (root / "in" / name).write_bytes(data)
+                spec = replace(spec, inputs=(root / "in" / name,))
+            if subtitles is not None:
+                (root / "subtitles.srt").write_bytes(subtitles)
+                spec = replace(spec, subtitles=root / "subtitles.srt")
+            events = run_job(spec, root / "out", self.models, policy, root / "work", heartbeat=1.0)
+            try:
+                for event in events:
+                    if key in self.cancelled:
+                        return
+                    if isinstance(event, JobResult):
+                        files = tuple((p.name, p.read_bytes()) for f in event.files for p in f.outputs)
+                        media = event.files[0].source.media.read_bytes() if event.files and data is None else None
+                        yield _Finished(event, files, media)
+                    elif not isinstance(event, FileWritten | FileDone):  # (paths on this node: the driver says them)
+                        yield event
+            finally:
+                events.close()
+        except SubtitleError as e:
+            yield FileFailed(0, name, str(e))
+        finally:
+            self.cancelled.discard(key)
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _sweep() -> None:
+    """Remove the folders of workers that were killed on this node (their process is gone)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        pid = folder.name[len(_PREFIX) :].split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class RayExecutor:
+    """Jobs on Ray: `workers` actors, each with `options`' model and an equal share of the cluster's CPUs."""
+
+    def __init__(
+        self, address: str = "auto", workers: int | None = None, options: ModelOptions = ModelOptions(), retries=RETRIES
+    ):
+        self.retries = retries
+        self.started = not ray.is_initialized()
+        if self.started:  # "auto": RAY_ADDRESS when it is set (inside a cluster), else a new local instance
+            ray.init(
+                address=None if address == "auto" else address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                runtime_env={"py_modules": _PACKAGES},  # this code, for nodes that do not have it
+            )
+        cpus = ray.cluster_resources().get("CPU", 1.0)
+        if workers is not None and workers < 1:
+            raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
+        count = workers or max(1, int(cpus))
+        share = cpus / count  # of the CPUs, for each worker (a fraction when there are more workers than CPUs)
+        self._actor = ray.remote(Worker).options(
+            num_cpus=int(share) if share >= 1 else share, max_restarts=-1, max_concurrency=2
+        )
+        self._options = replace(options, threads=max(1, int(share)))
+        self.workers = [self._actor.remote(self._options) for _ in range(count)]
+        self.tasks: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._threads = [
+            threading.Thread(target=self._serve, args=(k,), name=f"ray-worker-{k}", daemon=True) for k in range(count)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def run(self, spec, out_dir, policy=Policy(), work_dir=None, heartbeat=None) -> Iterator[Event | JobResult]:
+        check_job(spec, policy)
+
+        def work(emit: Callable[[Event], None], stop: threading.Event) -> JobResult:
+            return _Batch(self, spec, Path(out_dir), Path(work_dir or out_dir), policy, emit, stop).run()
+
+        yield from stream(work, policy, heartbeat)
+
+    def prepare(self, model: str, precision: str = "auto") -> None:
+        ray.get([w.prepare.remote(model, precision) for w in self.workers])
+
+    def pids(self) -> list[int]:
+        """The workers' process ids (on their nodes)."""
+        return ray.get([w.pid.remote() for w in self.workers])
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self.tasks.put((2, next(self._order), None))
+        for w in self.workers:
+            ray.kill(w)
+        if self.started:
+            ray.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def submit(self, batch: _Batch, index: int, attempt: int) -> None:
+        self.tasks.put((0 if attempt else 1, next(self._order), (batch, index, attempt)))  # a retry goes first
+
+    def _serve(self, k: int) -> None:
+        """Feed worker k from the queue, one input at a time."""
+        while True:
+            _, _, task = self.tasks.get()
+            if task is None:
+                return
+            batch, index, attempt = task
+            try:
+                batch.attempt(self.workers[k], index, attempt)
+            except RayActorError:
+                batch.lost(index, attempt)
+                self._revive(k)
+            except Exception as e:
+                log.error("input %d of a job failed on worker %d", index, k, exc_info=e)
+                batch.fail(index, "Something went wrong on a worker; it is in the server's log. Try again")
+
+    def _revive(self, k: int) -> None:
+        """Wait for Ray to restart worker k (it reloads its model on its next input); a new one if it cannot."""
+        try:
+            ray.get(self.workers[k].pid.remote(), timeout=300)
+        except (RayActorError, ray.exceptions.GetTimeoutError):
+            self.workers[k] = self._actor.remote(self._options)
+
+
+class _Batch:
+    """One job on the executor: its inputs queued, their events merged into one stream, their files written here."""
+
+    def __init__(self, executor: RayExecutor, spec: JobSpec, out_dir: Path, work_dir: Path, policy: Policy, emit, stop):
+        self.executor, self.spec, self.out_dir, self.work_dir, self.policy = executor, spec, out_dir, work_dir, policy
+        self.emit: Callable[[Event], None] = emit
+        self.stop: threading.Event = stop
+        self.lock = threading.Condition()
+        self.stems: set[str] = set()
+        self.stem: dict[int, str] = {}  # of local inputs, taken in input order as run_job takes them
+        self.files: dict[int, FileResult] = {}
+        self.failed: dict[int, FileFailed] = {}
+        self.ended: set[int] = set()  # inputs done, failed or dropped
+        self.running: dict[int, tuple] = {}  # input: (worker, key) while a worker has it
+        self.shown: dict[int, int] = {}  # cues of each input already streamed (a retry does not show them again)
+        self.fraction: dict[int, float] = {}  # of each running input
+        self.durations: dict[int, float] = {}
+        self.stopped = False
+        self.started = time.monotonic()
+
+    def run(self) -> JobResult:
+        spec = self.spec
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        checked = {}
+        for i, item in enumerate(spec.inputs):  # every local file is checked here before any work starts
+            if isinstance(item, Path):
+                try:
+                    checked[i] = check_file(item, self.policy.limits, self.stop)
+                except SubtitleError as e:
+                    self.fail(i, str(e))
+        skipped = (
+            []
+            if spec.overwrite
+            else [s for i in list(checked) if (s := done_before(spec, i, self.out_dir, self.stems))]
+        )
+        for s in skipped:
+            del checked[s.index]
+            self._end(s.index)
+            self.emit(s)
+        check_disk(spec, [spec.inputs[i] for i in checked], self.out_dir, self.policy)
+        self.durations = {i: m.duration for i, m in checked.items() if m.duration}
+        todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
+        for i in todo:
+            if i in checked:
+                self.stem[i] = unique_stem(Path(spec.inputs[i]).stem, self.stems)
+            self.executor.submit(self, i, 0)
+        with self.lock:
+            while not self.ended.issuperset(todo):
+                if self.stop.is_set() and not self.stopped:
+                    self._stop_all()
+                self.lock.wait(0.2)
+        if self.stopped:
+            raise Cancelled
+        failed = tuple(sorted(self.failed.values(), key=lambda f: f.index))
+        return JobResult(tuple(self.files[i] for i in sorted(self.files)), failed, tuple(skipped))
+
+    def attempt(self, worker, i: int, attempt: int) -> None:
+        """Input i on `worker`, its events passed on; RayActorError when the worker dies under it."""
+        if self.stopped:
+            return self._end(i)
+        spec, item = self.spec, self.spec.inputs[i]
+        key = uuid.uuid4().hex
+        try:
+            data = ray.put(item.read_bytes()) if isinstance(item, Path) else None
+            subtitles = Path(spec.subtitles).read_bytes() if spec.subtitles is not None else None
+        except OSError as e:
+            return self.fail(i, f"Could not read {Path(e.filename or item).name}: {e.strerror}")
+        one = replace(spec, inputs=(item,), subtitles=None, overwrite=True)
+        with self.lock:
+            self.running[i] = (worker, key)
+        seen = 0
+        try:
+            for ref in worker.run.remote(key, one, data, subtitles, replace(self.policy, slots=None)):
+                event = ray.get(ref)
+                if self.stopped:
+                    continue  # (the worker was told to stop: its last events are dropped)
+                if isinstance(event, Progress):
+                    self._progress(i, event)
+                elif isinstance(event, SourceFound):
+                    source = event.source
+                    if isinstance(item, Path):
+                        source = replace(source, media=item)
+                    if source.duration:
+                        self.durations[i] = source.duration
+                    self._emit(SourceFound(i, source))
+                elif isinstance(event, CueDecoded):
+                    seen += 1
+                    if seen > self.shown.get(i, 0):
+                        self.shown[i] = seen
+                        self._emit(replace(event, index=i))
+                elif isinstance(event, FileFailed):
+                    return self.fail(i, event.message)
+                elif isinstance(event, _Finished):
+                    return self._finish(i, event)
+            self._end(i)  # (stopped, or a worker that ended without a result)
+        finally:
+            with self.lock:
+                self.running.pop(i, None)
+
+    def lost(self, i: int, attempt: int) -> None:
+        """Input i's worker died: the input goes back to the front of the queue, or fails after `retries` more."""
+        name = self._name(i)
+        if self.stopped:
+            return self._end(i)
+        if attempt < self.executor.retries:
+            log.warning("a worker died on %s; trying again (%d)", name, attempt + 1)
+            with self.lock:
+                self._emit(Progress(self._fraction(), f"A worker stopped; {name} goes to another one", self._left()))
+            self.executor.submit(self, i, attempt + 1)
+        else:
+            self.fail(i, f"{name}: the workers stopped {attempt + 1} times on it (too big for their memory?)")
+
+    def fail(self, i: int, message: str) -> None:
+        event = FileFailed(i, self._name(i), message)
+        self.failed[i] = event
+        self._emit(event)
+        self._end(i)
+
+    def _finish(self, i: int, finished: _Finished) -> None:
+        """Write input i's files here, each whole; a file that cannot be written fails the input, and its files go."""
+        one = finished.result.files[0]
+        theirs = one.outputs[0].name[: -len(self.spec.formats[0]) - 1]  # the worker's stem
+        with self.lock:
+            stem = self.stem.get(i) or unique_stem(theirs, self.stems)
+        source = one.source
+        written: list[Path] = []
+        try:
+            for name, content in finished.files:
+                target = self.out_dir / f"{stem}{name[len(theirs) :]}"
+                with atomic_path(target) as tmp:
+                    tmp.write_bytes(content)
+                written.append(target)
+            if finished.media is not None:  # a link's media, for a preview
+                media = self.work_dir / f"download-{i}" / f"media{source.media.suffix}"
+                media.parent.mkdir(parents=True, exist_ok=True)
+                media.write_bytes(finished.media)
+                source = replace(source, media=media)
+            elif isinstance(self.spec.inputs[i], Path):
+                source = replace(source, media=self.spec.inputs[i])
+        except OSError as e:
+            for path in written:
+                path.unlink(missing_ok=True)
+            return self.fail(i, f"Could not write the subtitles of {source.title}: {e.strerror}")
+        mapped = dict(zip(one.outputs, written))
+        result = FileResult(source, one.result, tuple(written), mapped.get(one.burned), one.seconds)
+        for path in written:
+            self._emit(FileWritten(i, path))
+        self.files[i] = result
+        self._emit(FileDone(i, result))
+        self._end(i)
+
+    def _progress(self, i: int, event: Progress) -> None:
+        with self.lock:  # (workers report from threads of their own: the batch's fraction is emitted in order)
+            self.fraction[i] = max(self.fraction.get(i, 0.0), event.fraction or 0.0)
+            left = event.left if len(self.spec.inputs) == 1 else self._left()
+            self._emit(Progress(self._fraction(), event.message, left))
+
+    def _fraction(self) -> float:
+        running = sum(f for j, f in self.fraction.items() if j not in self.ended)
+        return min(1.0, (len(self.ended) + running) / len(self.spec.inputs))
+
+    def _left(self) -> float | None:
+        """The batch's time left: the audio still to do at the rate the batch has gone so far."""
+        elapsed = time.monotonic() - self.started
+        done = sum(d * (1.0 if j in self.files else self.fraction.get(j, 0.0)) for j, d in self.durations.items())
+        total = sum(d for j, d in self.durations.items() if j not in self.failed)
+        if elapsed < 5 or done <= 0:
+            return None
+        return max(0.0, total - done) * elapsed / done
+
+    def _emit(self, event: Event) -> None:
+        if self.stopped:
+            return
+        try:
+            self.emit(event)
+        except Cancelled:  # the consumer went away
+            with self.lock:
+                self._stop_all()
+
+    def _stop_all(self) -> None:
+        """Stop the job: queued inputs are dropped when their turn comes, running ones are told to stop."""
+        self.stopped = True
+        for worker, key in self.running.values():
+            worker.cancel.remote(key)
+
+    def _end(self, i: int) -> None:
+        with self.lock:
+            self.ended.add(i)
+            self.lock.notify_all()
+
+    def _name(self, i: int) -> str:
+        item = self.spec.inputs[i]
+        return item.name if isinstance(item, Path) else str(item)

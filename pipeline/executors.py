@@ -1,0 +1,66 @@
+"""Where jobs run: in this process (the default), or on a Ray cluster (pipeline.cluster, imported only when asked).
+
+Both take a JobSpec and give run_job's events and JobResult, so the CLI and the web app do not know which one they
+drive. The in-process one is run_job with one shared ModelCache; the Ray one spreads the inputs over workers that
+each hold a compiled model, and writes every input's files here, whole, once its worker has finished them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from pipeline.jobs import Event, JobResult, JobSpec, Policy, run_job
+from pipeline.model import ModelCache, ModelOptions
+
+
+class Executor(Protocol):
+    def run(
+        self,
+        spec: JobSpec,
+        out_dir: Path,
+        policy: Policy = Policy(),
+        work_dir: Path | None = None,
+        heartbeat: float | None = None,
+    ) -> Iterator[Event | JobResult]:
+        """run_job's contract: the job's events, then its JobResult; closing the generator stops the work."""
+        ...
+
+    def prepare(self, model: str, precision: str = "auto") -> None:
+        """Load and compile `model` now, so the first job does not wait for it."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """run_job in this process, its models compiled once and shared by every job."""
+
+    def __init__(self, models: ModelCache):
+        self.models = models
+
+    def run(self, spec, out_dir, policy=Policy(), work_dir=None, heartbeat=None) -> Iterator[Event | JobResult]:
+        return run_job(spec, out_dir, self.models, policy, work_dir, heartbeat)
+
+    def prepare(self, model: str, precision: str = "auto") -> None:
+        self.models.get(model, precision=precision)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def executor(ray: str | None = None, workers: int | None = None, options: ModelOptions = ModelOptions()) -> Executor:
+    """In process when `ray` is None; else Ray at `ray` ("auto": the cluster in RAY_ADDRESS, or a new local one) with
+    `workers` model-holding workers (None: one per CPU of the cluster)."""
+    if ray is None:
+        return InProcess(ModelCache(options))
+    from pipeline.cluster import RayExecutor  # (imports ray: only a Ray run needs it installed)
+
+    return RayExecutor(ray, workers, options)

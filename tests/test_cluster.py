@@ -1,0 +1,144 @@
+"""The Ray executor on one machine: a local Ray node limited to 2 CPUs (conftest.ray_head), real clips, real models.
+
+Two workers each hold a compiled model with one thread; the in-process run they are compared with uses one thread
+too, so both decode the same numbers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import srt
+from conftest import ENGLISH, LONG, clip_path, free_port, wer
+
+from pipeline.executors import InProcess
+from pipeline.jobs import CueDecoded, FileDone, JobResult, JobSpec, Progress
+from pipeline.model import ModelCache, ModelOptions
+
+pytestmark = pytest.mark.slow  # real speech through real models, on Ray
+
+ROOT = Path(__file__).resolve().parents[1]
+BATCH = JobSpec(tuple(clip_path(c) for c in ENGLISH))  # 4 clips
+
+
+def run(executor, spec: JobSpec, out: Path) -> tuple[list, JobResult]:
+    events = list(executor.run(spec, out))
+    assert isinstance(events[-1], JobResult)
+    return events[:-1], events[-1]
+
+
+def contents(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def in_process(model_cache, tmp_path_factory) -> dict[str, str]:
+    """The 4 clips' SRT files from the in-process executor, by name."""
+    out = tmp_path_factory.mktemp("in-process")
+    run(InProcess(ModelCache(ModelOptions(threads=1))), BATCH, out)
+    return contents(out)
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_head):
+    from pipeline.cluster import RayExecutor
+
+    with RayExecutor(ray_head, workers=2) as executor:
+        yield executor
+
+
+def test_the_web_app_sends_its_jobs_to_the_cluster(ray_head, model_cache, manifest, videos):
+    """(First in this module: the module's two workers, once started, hold both CPUs of the node.)"""
+    from gradio_client import Client, handle_file
+
+    port = free_port()
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
+    server = subprocess.Popen(
+        [sys.executable, "app.py", "--ray", ray_head, "--workers", "1", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=5).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, server.stderr.read()
+                time.sleep(0.5)
+        *_, downloads = Client(url, verbose=False).predict(files=[handle_file(str(videos[ENGLISH[0]]))],
+                                                            api_name="/subtitle")  # fmt: skip
+        assert [Path(p).name for p in downloads] == [f"{ENGLISH[0]}.srt"]
+        text = " ".join(c.content for c in srt.parse(Path(downloads[0]).read_text(encoding="utf-8")))
+        assert wer(manifest[ENGLISH[0]]["reference_text"], text) <= 0.10
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, in_process, manifest, tmp_path):
+    events, result = run(cluster, BATCH, tmp_path)
+    assert contents(tmp_path) == in_process and len(in_process) == 4
+    for clip in ENGLISH:
+        text = " ".join(c.content for c in srt.parse(in_process[f"{clip}.srt"]))
+        assert wer(manifest[clip]["reference_text"], text) <= 0.10
+    assert [f.outputs for f in result.files] == [(tmp_path / f"{c}.srt",) for c in ENGLISH]  # in input order
+    assert {e.index for e in events if isinstance(e, CueDecoded)} == {0, 1, 2, 3}  # cues streamed as decoded
+    assert sorted(e.index for e in events if isinstance(e, FileDone)) == [0, 1, 2, 3]
+    fractions = [e.fraction for e in events if isinstance(e, Progress)]
+    assert fractions == sorted(fractions) and fractions[-1] > 0.9  # the batch's progress only grows
+    assert any(e.left is not None for e in events if isinstance(e, Progress))  # with a time left
+    assert len(set(cluster.pids())) == 2
+
+
+def test_closing_a_job_stops_its_worker_and_leaves_nothing(cluster, tmp_path):
+    events = cluster.run(JobSpec((clip_path(LONG),)), tmp_path / "out")  # 53 s: two windows
+    for event in events:
+        if isinstance(event, CueDecoded):  # the first window is done, the second is being decoded
+            break
+    started = time.monotonic()
+    events.close()
+    assert time.monotonic() - started < 15  # the worker stopped at its next event
+    assert not list((tmp_path / "out").iterdir())
+    pids = cluster.pids()
+    assert not [p for pid in pids for p in Path(tempfile.gettempdir()).glob(f"subtitle-worker-{pid}-*")]
+    events, result = run(cluster, JobSpec((clip_path(ENGLISH[0]),)), tmp_path / "next")  # the workers are free
+    assert [f.name for f in (tmp_path / "next").iterdir()] == [f"{ENGLISH[0]}.srt"]
+
+
+def test_a_worker_killed_mid_job_is_retried_and_every_output_is_whole(cluster, in_process, tmp_path):
+    victim = cluster.pids()[0]
+    killed, events = False, []
+    for event in cluster.run(BATCH, tmp_path):
+        events.append(event)
+        if not killed and isinstance(event, Progress) and event.message.startswith("Transcribing"):
+            os.kill(victim, signal.SIGKILL)  # both workers have an input now
+            killed = True
+    assert any(isinstance(e, Progress) and e.message.startswith("A worker stopped") for e in events)
+    result = events[-1]
+    assert isinstance(result, JobResult) and not result.failed and len(result.files) == 4
+    assert contents(tmp_path) == in_process  # every output whole, once, and no temporary file beside them
+    assert victim not in cluster.pids()  # Ray restarted it: a new process
+    assert not list(Path(tempfile.gettempdir()).glob(f"subtitle-worker-{victim}-*"))  # its folder swept
+
+
+def test_the_default_path_never_imports_ray(model_cache, tmp_path):
+    """The in-process CLI and the web app's module work without Ray: it is not even imported."""
+    code = (
+        "import sys, app\n"
+        "from pipeline.__main__ import main\n"
+        f"assert main([{str(clip_path(ENGLISH[0]))!r}, '-o', {str(tmp_path)!r}, '-q']) == 0\n"
+        "assert 'ray' not in sys.modules, 'ray was imported'\n"
+    )
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [f"{ENGLISH[0]}.srt"]
