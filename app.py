@@ -608,7 +608,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="send the jobs to a Ray cluster: 'auto' (RAY_ADDRESS, or a new local instance), or the address of a "
         "running one (ray://host:10001, host:6379); needs pip install -r requirements-ray.txt",
     )
-    p.add_argument("--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per CPU)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per 2 CPUs)"
+    )
     return p.parse_args(argv)
 
 

@@ -64,6 +64,11 @@ _PREFIX = "subtitle-worker-"  # + pid: a worker's folders (a killed worker's are
 
 
 @dataclass(frozen=True)
+class _Crashed:
+    error: str  # an exception of ours on the worker (a bug): logged here, and the input fails
+
+
+@dataclass(frozen=True)
 class _Finished:
     result: JobResult  # of the one-input job, with the worker's paths
     files: tuple[tuple[str, bytes], ...]  # each output's name and content, in the order of the FileResult's outputs
@@ -71,11 +76,15 @@ class _Finished:
 
 
 class Worker:
-    """One worker slot (a Ray actor): a process with its compiled models, subtitling one input at a time."""
+    """One worker slot (a Ray actor): a process with its compiled models, subtitling one input at a time.
+
+    The driver starts an input with `start` and collects its events with `next`, a call that waits up to a second for
+    some: plain calls and replies, which work through Ray Client (ray://) too, where streaming generators do not."""
 
     def __init__(self, options: ModelOptions):
         self.models = ModelCache(options)
         self.cancelled: set[str] = set()
+        self.queues: dict[str, queue.SimpleQueue] = {}
         _sweep()
 
     def pid(self) -> int:
@@ -87,8 +96,39 @@ class Worker:
     def cancel(self, key: str) -> None:
         self.cancelled.add(key)
 
-    def run(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy):
-        """run_job on the spec's one input (its bytes, when it is a file): its events, then a _Finished."""
+    def start(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy) -> None:
+        """Subtitle the spec's one input (its bytes, when it is a file) in a thread; its events wait for `next`."""
+        events = self.queues[key] = queue.SimpleQueue()
+
+        def work() -> None:
+            try:
+                for event in self._subtitle(key, spec, data, subtitles, policy):
+                    events.put(event)
+            except Exception as e:  # a bug, not the input's fault: the driver logs it
+                events.put(_Crashed(f"{type(e).__name__}: {e}"))
+            finally:
+                events.put(None)
+
+        threading.Thread(target=work, name=f"subtitle-{key}", daemon=True).start()
+
+    def next(self, key: str, wait: float = 1.0) -> list:
+        """The input's events since the last call, after waiting up to `wait` seconds for one; None ends them."""
+        events = self.queues[key]
+        try:
+            got = [events.get(timeout=wait)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                got.append(events.get_nowait())
+            except queue.Empty:
+                break
+        if got[-1] is None:
+            del self.queues[key]
+        return got
+
+    def _subtitle(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy):
+        """run_job on the spec's one input: its events (paths on this node left out), then a _Finished."""
         root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         name = str(spec.inputs[0]) if data is None else Path(spec.inputs[0]).name
         try:
@@ -146,10 +186,12 @@ class RayExecutor:
         cpus = ray.cluster_resources().get("CPU", 1.0)
         if workers is not None and workers < 1:
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
-        count = workers or max(1, int(cpus))
+        # two threads a worker by default: on 2 cores, 2 workers of 1 thread were no faster than 1 of 2, with two
+        # models in memory (benchmarks/cluster.py)
+        count = workers or max(1, int(cpus) // 2)
         share = cpus / count  # of the CPUs, for each worker (a fraction when there are more workers than CPUs)
         self._actor = ray.remote(Worker).options(
-            num_cpus=int(share) if share >= 1 else share, max_restarts=-1, max_concurrency=2
+            num_cpus=int(share) if share >= 1 else share, max_restarts=-1, max_concurrency=4
         )
         self._options = replace(options, threads=max(1, int(share)))
         self.workers = [self._actor.remote(self._options) for _ in range(count)]
@@ -289,29 +331,34 @@ class _Batch:
             self.running[i] = (worker, key)
         seen = 0
         try:
-            for ref in worker.run.remote(key, one, data, subtitles, replace(self.policy, slots=None)):
-                event = ray.get(ref)
-                if self.stopped:
-                    continue  # (the worker was told to stop: its last events are dropped)
-                if isinstance(event, Progress):
-                    self._progress(i, event)
-                elif isinstance(event, SourceFound):
-                    source = event.source
-                    if isinstance(item, Path):
-                        source = replace(source, media=item)
-                    if source.duration:
-                        self.durations[i] = source.duration
-                    self._emit(SourceFound(i, source))
-                elif isinstance(event, CueDecoded):
-                    seen += 1
-                    if seen > self.shown.get(i, 0):
-                        self.shown[i] = seen
-                        self._emit(replace(event, index=i))
-                elif isinstance(event, FileFailed):
-                    return self.fail(i, event.message)
-                elif isinstance(event, _Finished):
-                    return self._finish(i, event)
-            self._end(i)  # (stopped, or a worker that ended without a result)
+            ray.get(worker.start.remote(key, one, data, subtitles, replace(self.policy, slots=None)))
+            while True:
+                for event in ray.get(worker.next.remote(key)):
+                    if event is None:
+                        return self._end(i)  # (stopped, or a worker that ended without a result)
+                    if self.stopped:
+                        continue  # (the worker was told to stop: its last events are dropped)
+                    if isinstance(event, Progress):
+                        self._progress(i, event)
+                    elif isinstance(event, SourceFound):
+                        source = event.source
+                        if isinstance(item, Path):
+                            source = replace(source, media=item)
+                        if source.duration:
+                            self.durations[i] = source.duration
+                        self._emit(SourceFound(i, source))
+                    elif isinstance(event, CueDecoded):
+                        seen += 1
+                        if seen > self.shown.get(i, 0):
+                            self.shown[i] = seen
+                            self._emit(replace(event, index=i))
+                    elif isinstance(event, FileFailed):
+                        self.fail(i, event.message)
+                    elif isinstance(event, _Finished):
+                        self._finish(i, event)
+                    elif isinstance(event, _Crashed):
+                        log.error("%s failed on a worker: %s", self._name(i), event.error)
+                        self.fail(i, "Something went wrong on a worker; it is in the server's log. Try again")
         finally:
             with self.lock:
                 self.running.pop(i, None)

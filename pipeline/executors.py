@@ -58,7 +58,7 @@ class InProcess:
 
 def executor(ray: str | None = None, workers: int | None = None, options: ModelOptions = ModelOptions()) -> Executor:
     """In process when `ray` is None; else Ray at `ray` ("auto": the cluster in RAY_ADDRESS, or a new local one) with
-    `workers` model-holding workers (None: one per CPU of the cluster)."""
+    `workers` model-holding workers (None: one per 2 CPUs of the cluster)."""
     if ray is None:
         return InProcess(ModelCache(options))
     from pipeline.cluster import RayExecutor  # (imports ray: only a Ray run needs it installed)

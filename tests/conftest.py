@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 import jiwer
 import numpy as np
@@ -173,25 +174,31 @@ def app_server(ov_model, tmp_path_factory):
     demo.close()
 
 
+class RayHead(NamedTuple):
+    address: str  # the GCS address, host:port
+    client: str  # the Ray Client address, ray://host:port
+
+
 @pytest.fixture(scope="session")
 def ray_head(model_cache):
     """A Ray cluster of one local node limited to 2 CPUs (`ray start --head`), for the tests of the Ray executor;
     its workers use the session's model cache. Token authentication is on, as on a real cluster: the token is
-    ~/.ray/auth_token, and RAY_AUTH_MODE=token tells this process and its children to send it. Yields its address;
-    `ray stop` ends it."""
+    ~/.ray/auth_token, and RAY_AUTH_MODE=token tells this process and its children to send it. Yields its addresses:
+    the GCS one (host:port, for drivers in the cluster's network) and the Ray Client one (ray://host:port, for drivers
+    outside it); `ray stop` ends it."""
     ray = str(Path(sys.executable).parent / "ray")
-    port = free_port()
+    port, client = free_port(), free_port()
     old = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "token"
     env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache), "RAY_USAGE_STATS_ENABLED": "0"}
     subprocess.run([ray, "get-auth-token", "--generate"], check=True, capture_output=True, env=env, timeout=60)
     subprocess.run(
-        [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-         "--disable-usage-stats"],
+        [ray, "start", "--head", f"--port={port}", f"--ray-client-server-port={client}", "--num-cpus=2",
+         "--include-dashboard=false", "--disable-usage-stats"],
         check=True, capture_output=True, env=env, timeout=180,
     )  # fmt: skip
     try:
-        yield f"127.0.0.1:{port}"
+        yield RayHead(f"127.0.0.1:{port}", f"ray://127.0.0.1:{client}")
     finally:
         subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120)
         if old is None:

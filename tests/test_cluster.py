@@ -50,7 +50,7 @@ def in_process(model_cache, tmp_path_factory) -> dict[str, str]:
 def cluster(ray_head):
     from pipeline.cluster import RayExecutor
 
-    with RayExecutor(ray_head, workers=2) as executor:
+    with RayExecutor(ray_head.address, workers=2) as executor:
         yield executor
 
 
@@ -61,7 +61,7 @@ def test_the_web_app_sends_its_jobs_to_the_cluster(ray_head, model_cache, manife
     port = free_port()
     env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
     server = subprocess.Popen(
-        [sys.executable, "app.py", "--ray", ray_head, "--workers", "1", "--port", str(port)],
+        [sys.executable, "app.py", "--ray", ray_head.address, "--workers", "1", "--port", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
