@@ -31,6 +31,7 @@ import gradio as gr
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import FORMATS, SubtitleError, TranscribeOptions
 from pipeline.check import check, parse_srt
+from pipeline.cpu import usable_cores
 from pipeline.download import SITES
 from pipeline.errors import OptionError
 from pipeline.executors import Executor, executor
@@ -171,7 +172,9 @@ class SubtitleApp:
             options.allow_private_urls,
             tuple(spec for _, spec in model_choices),
             options.sites,
-            threading.BoundedSemaphore(options.concurrency),
+            # jobs working side by side share the cores: each burn-in encodes with its share
+            threads=0 if options.concurrency == 1 else max(1, usable_cores() // options.concurrency),
+            slots=threading.BoundedSemaphore(options.concurrency),
         )
         self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
         self._lock = threading.Lock()
@@ -632,8 +635,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ray is None and (problem := memory_problem(concurrency, args.max_duration * 60, _available_memory())):
         raise SystemExit(f"error: {problem}")
     # jobs working side by side share the cores instead of each asking OpenVINO for all of them
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = 0 if concurrency == 1 else max(1, cores // concurrency)
+    threads = 0 if concurrency == 1 else max(1, usable_cores() // concurrency)
     try:
         runner = executor(args.ray, args.workers, ModelOptions(threads=threads))
     except ImportError as e:

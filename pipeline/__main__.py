@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.executors import Executor, executor
+from pipeline.files import work_folder
 from pipeline.jobs import (
     CueDecoded,
     FileDone,
@@ -199,10 +199,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers is not None and (args.ray is None or args.workers < 1):
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
         with (
-            tempfile.TemporaryDirectory(prefix="subtitle-downloads-") as downloads,  # links' media, removed after
+            work_folder("subtitle-downloads") as downloads,  # links' media, removed after
             _executor(args) as runner,
         ):
-            result = _print(runner.run(spec, args.output_dir, work_dir=Path(downloads)), say, len(spec.inputs))
+            result = _print(runner.run(spec, args.output_dir, work_dir=downloads), say, len(spec.inputs))
     except OptionError as e:
         flag = FLAGS.get(e.option)
         value = {"formats": args.format}.get(e.option)

@@ -20,7 +20,6 @@ import itertools
 import logging
 import os
 import queue
-import shutil
 import tempfile
 import threading
 import time
@@ -33,7 +32,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from pipeline.errors import Cancelled, OptionError, SubtitleError
-from pipeline.files import atomic_path
+from pipeline.files import atomic_path, sweep, work_folder
 from pipeline.jobs import (
     CueDecoded,
     Event,
@@ -60,7 +59,6 @@ log = logging.getLogger(__name__)
 
 RETRIES = 2  # more tries for an input whose worker died under it
 _PACKAGES = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "convert")]
-_PREFIX = "subtitle-worker-"  # + pid: a worker's folders (a killed worker's are removed by the next one on its node)
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class Worker:
         self.models = ModelCache(options)
         self.cancelled: set[str] = set()
         self.queues: dict[str, queue.SimpleQueue] = {}
-        _sweep()
+        sweep(Path(tempfile.gettempdir()))  # what workers killed on this node left
 
     def pid(self) -> int:
         return os.getpid()
@@ -129,42 +127,33 @@ class Worker:
 
     def _subtitle(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy):
         """run_job on the spec's one input: its events (paths on this node left out), then a _Finished."""
-        root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         name = str(spec.inputs[0]) if data is None else Path(spec.inputs[0]).name
         try:
-            if data is not None:
-                (root / "in").mkdir()
-                (root / "in" / name).write_bytes(data)
-                spec = replace(spec, inputs=(root / "in" / name,))
-            if subtitles is not None:
-                (root / "subtitles.srt").write_bytes(subtitles)
-                spec = replace(spec, subtitles=root / "subtitles.srt")
-            events = run_job(spec, root / "out", self.models, policy, root / "work", heartbeat=1.0)
-            try:
-                for event in events:
-                    if key in self.cancelled:
-                        return
-                    if isinstance(event, JobResult):
-                        files = tuple((p.name, p.read_bytes()) for f in event.files for p in f.outputs)
-                        media = event.files[0].source.media.read_bytes() if event.files and data is None else None
-                        yield _Finished(event, files, media)
-                    elif not isinstance(event, FileWritten | FileDone):  # (paths on this node: the driver says them)
-                        yield event
-            finally:
-                events.close()
+            with work_folder("subtitle-worker") as root:  # (a killed worker's is swept by the next one on its node)
+                if data is not None:
+                    (root / "in").mkdir()
+                    (root / "in" / name).write_bytes(data)
+                    spec = replace(spec, inputs=(root / "in" / name,))
+                if subtitles is not None:
+                    (root / "subtitles.srt").write_bytes(subtitles)
+                    spec = replace(spec, subtitles=root / "subtitles.srt")
+                events = run_job(spec, root / "out", self.models, policy, root / "work", heartbeat=1.0)
+                try:
+                    for event in events:
+                        if key in self.cancelled:
+                            return
+                        if isinstance(event, JobResult):
+                            files = tuple((p.name, p.read_bytes()) for f in event.files for p in f.outputs)
+                            media = event.files[0].source.media.read_bytes() if event.files and data is None else None
+                            yield _Finished(event, files, media)
+                        elif not isinstance(event, FileWritten | FileDone):  # (this node's paths: the driver's say)
+                            yield event
+                finally:
+                    events.close()
         except SubtitleError as e:
             yield FileFailed(0, name, str(e))
         finally:
             self.cancelled.discard(key)
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def _sweep() -> None:
-    """Remove the folders of workers that were killed on this node (their process is gone)."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
-        pid = folder.name[len(_PREFIX) :].split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 class RayExecutor:

@@ -55,10 +55,17 @@ class Refused(Exception):
 
 class EgressProxy:
     """`with EgressProxy() as proxy:` then give yt-dlp `proxy.url`. `allowed(address)` says which addresses may be
-    connected to (default: public ones); `proxy.refused` lists the hosts it refused (to say why a download failed)."""
+    connected to (default: public ones); `proxy.refused` lists the hosts it refused (to say why a download failed).
+    `resolve` is getaddrinfo's signature (the system's resolver unless a test brings a DNS of its own)."""
 
-    def __init__(self, allowed: Callable[[str], bool] = is_public_address, deadline: float | None = None):
+    def __init__(
+        self,
+        allowed: Callable[[str], bool] = is_public_address,
+        deadline: float | None = None,
+        resolve: Callable[..., list] = socket.getaddrinfo,
+    ):
         self.allowed = allowed
+        self.resolve = resolve
         self.deadline = deadline  # time.monotonic() after which every connection is closed
         self.refused: list[str] = []
         proxy = self
@@ -82,7 +89,7 @@ class EgressProxy:
     def connect(self, host: str, port: int) -> socket.socket:
         """A connection to host:port through an address that passed the check (the first that answers)."""
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = self.resolve(host, port, type=socket.SOCK_STREAM)  # once: the addresses checked are the ones used
         except (socket.gaierror, UnicodeError):
             raise OSError(f"cannot resolve {host}") from None
         addresses = [info for info in infos if self.allowed(info[4][0])]

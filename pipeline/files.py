@@ -1,9 +1,16 @@
-"""Writing output files so that no reader ever sees half of one: `atomic_path`."""
+"""Writing output files so that no reader ever sees half of one (`atomic_path`), and work folders (`work_folder`).
+
+Both names carry the process id, and both sweep what a killed process of this machine left beside them (a SIGKILL
+runs no cleanup): a temporary output or work folder whose process is gone is removed when the next one is made in the
+same folder.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +23,9 @@ def atomic_path(target: Path) -> Iterator[Path]:
     mkstemp's private 0600."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.stem[:60]}.", suffix=f"{target.suffix}.tmp", dir=target.parent)
+    sweep(target.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{os.getpid()}.{target.stem[:60]}.", suffix=f"{target.suffix}.tmp",
+                                dir=target.parent)  # fmt: skip
     os.close(fd)
     tmp = Path(name)
     try:
@@ -25,6 +34,41 @@ def atomic_path(target: Path) -> Iterator[Path]:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def work_folder(prefix: str, parent: Path | None = None) -> Iterator[Path]:
+    """A new folder `parent/<prefix>-<pid>-XXXX` (parent: the system's temporary folder) for the block, removed
+    after it on every way out."""
+    parent = Path(parent or tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    sweep(parent)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}-{os.getpid()}-", dir=parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# what atomic_path and work_folder name their temporary files and folders: the process id is the first number
+_OURS = re.compile(r"^(?:\.(\d+)\..*\.tmp|(?:burn|mux|subtitle-worker|subtitle-downloads)-(\d+)-[^/]*)$")
+
+
+def sweep(folder: Path) -> None:
+    """Remove the temporary files and work folders in `folder` whose process (on this machine) is gone."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        match = _OURS.match(entry.name)
+        if match is None or os.path.exists(f"/proc/{match[1] or match[2]}") or not os.path.exists("/proc/self"):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
 
 
 def _umask() -> int:

@@ -82,6 +82,7 @@ class Policy:
     allow_private_urls: bool = True  # links to localhost / LAN addresses (safe only when the server is private)
     models: tuple[str, ...] | None = None  # the models a job may ask for; None: any
     extractors: tuple[str, ...] | None = None  # yt-dlp extractors links may use (pipeline.download.SITES); None: any
+    threads: int = 0  # CPU threads one job's video encoding may use (a server's cores / its concurrency); 0: all
     # Jobs that may work at once, shared by every job of a server. A job holds its slot until its work has really
     # stopped (a cancelled job's ffmpeg killed, its window finished), not until its consumer went away.
     slots: threading.Semaphore | None = field(default=None, compare=False)
@@ -414,6 +415,7 @@ class _Job:
                 result.info.duration,
                 media,
                 self.stop,
+                self.policy.threads,
             )
             written.append(burned)
             outputs.append(burned)
@@ -434,8 +436,8 @@ class _Job:
         audio = self._load_audio(i, source.media)  # ffmpeg decodes the audio while the model loads
         if not self.models.is_loaded(spec.model.model, spec.model.precision):
             self._report(i, "model", None, "Preparing the model (first time only)")
-        model = self.models.get(
-            spec.model.model, lambda message: self._report(i, "model", None, message), spec.model.precision
+        model = self.models.get(  # (a Cancel returns at once; the load goes on, once, for the next job)
+            spec.model.model, lambda message: self._report(i, "model", None, message), spec.model.precision, self.stop
         )
         audio = audio.result()
         self.audio.pop(i, None)

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,7 +36,7 @@ from whisper.timing import dtw_cpu
 from whisper.tokenizer import Tokenizer
 
 from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
-from pipeline.errors import OptionError, SubtitleError
+from pipeline.errors import Cancelled, OptionError, SubtitleError
 
 log = logging.getLogger("subtitle-generator")
 
@@ -500,7 +501,28 @@ class ModelCache:
     def is_loaded(self, model: str, precision: str = "auto") -> bool:
         return self._key(model, precision) in self._models
 
-    def get(self, model: str, progress=lambda message: None, precision: str = "auto") -> OVWhisper:
+    def get(
+        self, model: str, progress=lambda message: None, precision: str = "auto", stop: threading.Event | None = None
+    ) -> OVWhisper:
+        """The compiled model, loaded (and exported first, if it is not cached) on first use. With `stop`, a load
+        runs in a thread of its own and the caller gets Cancelled as soon as `stop` is set; the load itself goes on
+        to its end and the model is cached (one load per model at a time, so cancelled jobs cannot stack them)."""
+        if stop is not None and not self.is_loaded(model, precision):
+            loading: Future = Future()
+
+            def load() -> None:
+                try:
+                    loading.set_result(self.get(model, lambda m: None if stop.is_set() else progress(m), precision))
+                except BaseException as e:
+                    loading.set_exception(e)
+
+            threading.Thread(target=load, name=f"load-{model}", daemon=True).start()
+            while True:
+                try:
+                    return loading.result(timeout=0.2)
+                except TimeoutError:
+                    if stop.is_set():
+                        raise Cancelled from None
         key = self._key(model, precision)
         with self._guard:
             if key in self._models:

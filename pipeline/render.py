@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +25,7 @@ from typing import Literal
 from xml.sax.saxutils import escape
 
 from pipeline.errors import Cancelled, OptionError, SubtitleError
-from pipeline.files import atomic_path
+from pipeline.files import atomic_path, work_folder
 from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, kill_group, probe
 from pipeline.segment import CJK, Cue
 from pipeline.subtitles import clean_cues, to_srt
@@ -144,8 +143,10 @@ def burn(
     duration: float | None = None,
     media: MediaInfo | None = None,
     stop: threading.Event | None = None,
+    threads: int = 0,
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
+    `threads`: the encoder's threads (0: x264's own choice, every core; a server shares its cores among its jobs).
 
     `duration` is the media's length when known otherwise (the decoded audio): some containers (live or browser
     recordings) do not say, and the timeout and the progress bar depend on it. `media`: the video's probe, when the
@@ -159,9 +160,7 @@ def burn(
     if options.preview_seconds:
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
     # (the work folder sits beside the output: a server's job folder, swept when a killed server restarts)
-    Path(out).resolve().parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="burn-", dir=Path(out).resolve().parent) as work:
-        work = Path(work)
+    with work_folder("burn", Path(out).resolve().parent) as work:
         (work / "subs.ass").write_text(
             to_ass(cues, media.width, media.height, options.style, language), encoding="utf-8"
         )
@@ -173,7 +172,7 @@ def burn(
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if media.audio_codec in BROWSER_AUDIO else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
-                "-map", "0:v:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-preset", preset,
+                "-map", "0:v:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
                 "-crf", str(options.crf), *audio, "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
         timeout = 60 + options.timeout_factor * duration
         return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work), stop)
@@ -216,9 +215,7 @@ def mux_soft(
     codec = {".mp4": "mov_text", ".m4v": "mov_text", ".mov": "mov_text", ".mkv": "srt"}.get(out.suffix.lower())
     if codec is None:
         raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
-    Path(out).resolve().parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="mux-", dir=Path(out).resolve().parent) as work:
-        work = Path(work)
+    with work_folder("mux", Path(out).resolve().parent) as work:
         (work / "subs.srt").write_text(to_srt(cues, media.duration), encoding="utf-8")
         mp4 = codec == "mov_text"
         if mp4 and not can_mux_mp4(media):

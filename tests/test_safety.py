@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -24,7 +25,7 @@ from pipeline.model import ModelCache
 
 
 @contextlib.contextmanager
-def serving(folder: Path, host: str = "127.0.0.1"):
+def serving(folder: Path, host: str = "127.0.0.1", port: int = 0):
     """An HTTP server on `host` serving `folder` that records each path asked for: yields (url, requests)."""
     folder.mkdir(exist_ok=True)
     requests: list[str] = []
@@ -36,7 +37,7 @@ def serving(folder: Path, host: str = "127.0.0.1"):
         def log_message(self, *args) -> None:
             requests.append(self.path)
 
-    server = http.server.ThreadingHTTPServer((host, 0), Handler)
+    server = http.server.ThreadingHTTPServer((host, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://{host}:{server.server_address[1]}", requests
@@ -248,6 +249,39 @@ def test_tunnels_are_checked_too(two_hosts):
     assert private_requests == []
 
 
+def test_dns_rebinding_gets_nowhere(tmp_path):
+    """A name that resolves to a public address the first time and to a private one on the same port every time after
+    (DNS rebinding, from a DNS of this test's own): the proxy resolves a connection's name once and connects to the
+    address it checked, so the private host sees nothing, however the answers change."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from pipeline.egress import EgressProxy
+
+    answers: list[str] = []
+
+    def rebinding(host, port, **kwargs):
+        answers.append("127.0.0.1" if not answers else "127.0.0.2")
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (answers[-1], port))]
+
+    with serving(tmp_path / "www") as (public, _):
+        (tmp_path / "www" / "page.txt").write_text("public page")
+        port = urlsplit(public).port
+        with serving(tmp_path / "secret", "127.0.0.2", port) as (_, private_requests):
+            (tmp_path / "secret" / "page.txt").write_text("private page")
+            got = []
+            with EgressProxy(lambda address: address == "127.0.0.1", resolve=rebinding) as proxy:
+                for _ in range(3):
+                    conn = http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=10)
+                    conn.request("GET", f"http://media.example:{port}/page.txt")
+                    answer = conn.getresponse()
+                    got.append((answer.status, answer.read()))
+                    conn.close()
+    assert got == [(200, b"public page"), (403, b""), (403, b"")]
+    assert answers == ["127.0.0.1", "127.0.0.2", "127.0.0.2"]  # one resolution per connection: the one checked
+    assert private_requests == []
+
+
 def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audio):
     """Another job mid-alignment on the same compiled model has its hooks registered (whisper's find_alignment
     registers them, runs the model, removes them): they see none of this job's forward passes, and this job's word
@@ -345,3 +379,53 @@ def test_an_export_killed_midway_leaves_nothing_that_breaks_the_next(tmp_path):
     entry = Path(outputs[0])
     assert {p.name for p in entry.iterdir()} >= {"encoder.xml", "decoder.xml", "model.json"}
     assert [p for p in (tmp_path / "cache").iterdir() if p.is_dir()] == [entry]
+
+
+@pytest.mark.slow
+def test_a_burn_killed_midway_leaves_nothing_after_the_next_run(model_cache, tmp_path):
+    """kill -9 of the CLI (and its ffmpeg) while it burns subtitles in: its work folder and half-written video stay
+    beside the outputs, and the next run, which finds them, removes them and writes the video whole."""
+    import signal
+    import sys
+
+    from conftest import LONG, speech_video
+
+    video = speech_video(LONG, tmp_path / "talk.mp4")  # 53 s
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pipeline", str(video), "-o", str(out), "--burn", "-q"]
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
+    first = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not list(out.glob(".*.subtitled.*.tmp")):  # ffmpeg is writing the burned video
+        assert time.monotonic() < deadline and first.poll() is None, first.stderr.read()
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    left = {p.name.split("-")[0] if p.is_dir() else "tmp" for p in out.iterdir() if p.name != "talk.srt"}
+    assert left == {"burn", "tmp"}  # what a SIGKILL leaves
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["talk.srt", "talk.subtitled.mp4"]
+    assert probe(out / "talk.subtitled.mp4").duration == pytest.approx(probe(video).duration, abs=0.2)
+
+
+@pytest.mark.slow
+def test_cancel_while_the_model_loads_returns_at_once(model_cache, tmp_path):
+    """Closing a job while its model compiles returns at once (the job's slot is free); the load goes on, once, and
+    the next job finds the model ready."""
+    from pipeline.jobs import Progress
+
+    models = ModelCache()
+    events = run_job(JobSpec((clip_path(ENGLISH[0]),)), tmp_path / "out", models)
+    for event in events:
+        if isinstance(event, Progress) and event.message == "Preparing the model (first time only)":
+            break
+    started = time.monotonic()
+    events.close()
+    assert time.monotonic() - started < 1.0
+    assert not models.is_loaded("base")  # (it was still loading)
+    deadline = time.monotonic() + 120
+    while not models.is_loaded("base"):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert not list((tmp_path / "out").iterdir())
