@@ -34,7 +34,7 @@ from pipeline.check import check, parse_srt
 from pipeline.cpu import usable_cores
 from pipeline.download import SITES
 from pipeline.errors import OptionError
-from pipeline.executors import Executor, executor
+from pipeline.executors import Executor, add_arguments, executor
 from pipeline.jobs import (
     CueDecoded,
     FileFailed,
@@ -605,15 +605,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=",".join(SITES),
         help="yt-dlp extractors links may use, comma-separated regular expressions ('all': every one yt-dlp has)",
     )
-    p.add_argument(
-        "--ray",
-        metavar="ADDRESS",
-        help="send the jobs to a Ray cluster: 'auto' (RAY_ADDRESS, or a new local instance), or the address of a "
-        "running one (ray://host:10001, host:6379); needs pip install -r requirements-ray.txt",
-    )
-    p.add_argument(
-        "--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per 2 CPUs)"
-    )
+    add_arguments(p)
     return p.parse_args(argv)
 
 
@@ -638,10 +630,8 @@ def main(argv: list[str] | None = None) -> None:
     threads = 0 if concurrency == 1 else max(1, usable_cores() // concurrency)
     try:
         runner = executor(args.ray, args.workers, ModelOptions(threads=threads))
-    except ImportError as e:
-        if e.name != "ray":
-            raise
-        raise SystemExit("error: --ray needs Ray: pip install -r requirements-ray.txt") from None
+    except SubtitleError as e:
+        raise SystemExit(f"error: {e}") from None
     if args.ray is not None and args.concurrency is None:
         concurrency = len(runner.workers)
     options = ServerOptions(

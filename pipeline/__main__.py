@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.executors import Executor, executor
+from pipeline.executors import add_arguments, executor
 from pipeline.files import work_folder
 from pipeline.jobs import (
     CueDecoded,
@@ -133,15 +133,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="redo inputs whose outputs are already there (by default they are skipped: a stopped batch resumes)",
     )
-    p.add_argument(
-        "--ray",
-        metavar="ADDRESS",
-        help="run the inputs on a Ray cluster: 'auto' (RAY_ADDRESS, or a new local instance), or the address of a "
-        "running one (ray://host:10001, host:6379); needs pip install -r requirements-ray.txt",
-    )
-    p.add_argument(
-        "--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per 2 CPUs)"
-    )
+    add_arguments(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p.parse_args(argv)
 
@@ -200,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
         with (
             work_folder("subtitle-downloads") as downloads,  # links' media, removed after
-            _executor(args) as runner,
+            executor(args.ray, args.workers, ModelOptions(threads=args.threads)) as runner,
         ):
             result = _print(runner.run(spec, args.output_dir, work_dir=downloads), say, len(spec.inputs))
     except OptionError as e:
@@ -218,15 +210,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(spec.inputs) > 1 or result.skipped:
         say(summary(result))
     return 2 if result.failed else 0
-
-
-def _executor(args: argparse.Namespace) -> Executor:
-    try:
-        return executor(args.ray, args.workers, ModelOptions(threads=args.threads))
-    except ImportError as e:
-        if e.name != "ray":
-            raise
-        raise SubtitleError("--ray needs Ray: pip install -r requirements-ray.txt") from None
 
 
 def summary(result: JobResult) -> str:

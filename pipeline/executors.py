@@ -7,10 +7,12 @@ each hold a compiled model, and writes every input's files here, whole, once its
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from pipeline.errors import SubtitleError
 from pipeline.jobs import Event, JobResult, JobSpec, Policy, run_job
 from pipeline.model import ModelCache, ModelOptions
 
@@ -61,6 +63,23 @@ def executor(ray: str | None = None, workers: int | None = None, options: ModelO
     `workers` model-holding workers (None: one per 2 CPUs of the cluster)."""
     if ray is None:
         return InProcess(ModelCache(options))
-    from pipeline.cluster import RayExecutor  # (imports ray: only a Ray run needs it installed)
-
+    try:
+        from pipeline.cluster import RayExecutor  # (imports ray: only a Ray run needs it installed)
+    except ImportError as e:
+        if e.name != "ray":
+            raise
+        raise SubtitleError("--ray needs Ray: pip install -r requirements-ray.txt") from None
     return RayExecutor(ray, workers, options)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--ray and --workers, for the CLI and the web app alike."""
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: 'auto' (RAY_ADDRESS, or a new local instance), or the address of a running one "
+        "(ray://host:10001, host:6379); needs pip install -r requirements-ray.txt",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="with --ray: model-holding workers (default: one per 2 CPUs)"
+    )
