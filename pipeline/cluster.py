@@ -58,6 +58,7 @@ from pipeline.model import ModelCache, ModelOptions
 log = logging.getLogger(__name__)
 
 RETRIES = 2  # more tries for an input whose worker died under it
+PLACE_TIMEOUT = 300.0  # seconds for Ray to start every worker (an autoscaling cluster may first add a node)
 _PACKAGES = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "convert")]
 
 
@@ -160,7 +161,12 @@ class RayExecutor:
     """Jobs on Ray: `workers` actors, each with `options`' model and an equal share of the cluster's CPUs."""
 
     def __init__(
-        self, address: str = "auto", workers: int | None = None, options: ModelOptions = ModelOptions(), retries=RETRIES
+        self,
+        address: str = "auto",
+        workers: int | None = None,
+        options: ModelOptions = ModelOptions(),
+        retries: int = RETRIES,
+        place_timeout: float = PLACE_TIMEOUT,
     ):
         self.retries = retries
         self.started = not ray.is_initialized()
@@ -184,6 +190,14 @@ class RayExecutor:
         )
         self._options = replace(options, threads=max(1, int(share)))
         self.workers = [self._actor.remote(self._options) for _ in range(count)]
+        placed, waiting = ray.wait([w.pid.remote() for w in self.workers], num_returns=count, timeout=place_timeout)
+        if waiting:  # (a cluster whose CPUs are taken, or too small for the share asked: say so, don't hang)
+            free = ray.available_resources().get("CPU", 0.0)
+            self._release()
+            raise SubtitleError(
+                f"Ray started {len(placed)} of {count} workers of {share:g} CPUs in {place_timeout:g} s ({free:g} of "
+                f"the cluster's {cpus:g} CPUs are free): ask for fewer --workers, or try when its other work is done"
+            )
         self.tasks: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
         self._threads = [
@@ -210,6 +224,9 @@ class RayExecutor:
     def close(self) -> None:
         for _ in self._threads:
             self.tasks.put((2, next(self._order), None))
+        self._release()
+
+    def _release(self) -> None:
         for w in self.workers:
             ray.kill(w)
         if self.started:

@@ -353,10 +353,10 @@ class _Job:
     def _left(self, i: int) -> float | None:
         """Seconds of transcription still to come: the audio not yet decoded times the rate (measured on this input
         once it has run a little, else the last job's with this model, else a prior). None: nothing known yet."""
-        if not self.pending:
+        if not any(j in self.durations for j in self.pending):
             return None
         audio = sum(self.durations.get(j, 0.0) * (1 - self.done if j == i else 1) for j in self.pending)
-        return audio * self.rate if audio > 0 else None
+        return audio * self.rate  # (0 at the end of the last window: "about 0:01 left", until the stage changes)
 
     def _load_audio(self, i: int, media: Path) -> Future:
         if i not in self.audio:

@@ -99,6 +99,41 @@ def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, i
     assert len(set(cluster.pids())) == 2
 
 
+def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_server, tmp_path):
+    """A burned-in and a soft-subtitled video are made on a worker and written here under the job's names; a link
+    is downloaded by the worker, and its media comes back for the page's preview."""
+    from pipeline.media import probe
+    from pipeline.render import BurnOptions
+
+    video, link = videos[ENGLISH[0]], f"{media_server}/{ENGLISH[1]}.mp4"
+    spec = JobSpec((video, link), burn=BurnOptions(), soft=True)
+    _, result = run(cluster, spec, tmp_path / "out")
+    assert not result.failed
+    names = [[p.name for p in f.outputs] for f in result.files]
+    assert names == [[f"{c}.srt", f"{c}.subtitled.mp4", f"{c}.subs.mkv", f"{c}.subs.mp4"] for c in ENGLISH[:2]]
+    assert result.files[0].burned == tmp_path / "out" / f"{ENGLISH[0]}.subtitled.mp4"
+    for f, original in zip(result.files, (video, video.parent / f"{ENGLISH[1]}.mp4")):
+        for path in f.outputs[1:]:
+            assert probe(path).duration == pytest.approx(probe(original).duration, abs=0.2)
+    assert result.files[0].source.media == video
+    assert result.files[1].source.media.read_bytes() == (videos[ENGLISH[1]]).read_bytes()  # the downloaded file
+
+
+def test_workers_the_cluster_cannot_start_are_a_message_not_a_hang(cluster, ray_head, tmp_path):
+    """The module's two workers hold both CPUs: one more worker of 2 CPUs cannot start. One line, and nothing left."""
+    from pipeline.cluster import RayExecutor
+    from pipeline.errors import SubtitleError
+
+    with pytest.raises(SubtitleError) as refused:
+        RayExecutor(ray_head.address, workers=1, place_timeout=5)
+    assert str(refused.value) == (
+        "Ray started 0 of 1 workers of 2 CPUs in 5 s (0 of the cluster's 2 CPUs are free): ask for fewer --workers, or "
+        "try when its other work is done"
+    )
+    _, result = run(cluster, JobSpec((clip_path(ENGLISH[0]),)), tmp_path)  # the module's workers go on
+    assert len(result.files) == 1
+
+
 def test_closing_a_job_stops_its_worker_and_leaves_nothing(cluster, tmp_path):
     events = cluster.run(JobSpec((clip_path(LONG),)), tmp_path / "out")  # 53 s: two windows
     for event in events:
