@@ -173,7 +173,7 @@ class SubtitleApp:
             tuple(spec for _, spec in model_choices),
             options.sites,
             # jobs working side by side share the cores: each burn-in encodes with its share
-            threads=0 if options.concurrency == 1 else max(1, usable_cores() // options.concurrency),
+            threads=core_share(options.concurrency),
             slots=threading.BoundedSemaphore(options.concurrency),
         )
         self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
@@ -562,6 +562,11 @@ def memory_problem(concurrency: int, max_duration: float, available: float) -> s
     )
 
 
+def core_share(concurrency: int) -> int:
+    """Threads for each of `concurrency` jobs working side by side (0: one job, every core)."""
+    return 0 if concurrency == 1 else max(1, usable_cores() // concurrency)
+
+
 def _available_memory() -> float:
     try:
         with open("/proc/meminfo") as f:
@@ -627,7 +632,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ray is None and (problem := memory_problem(concurrency, args.max_duration * 60, _available_memory())):
         raise SystemExit(f"error: {problem}")
     # jobs working side by side share the cores instead of each asking OpenVINO for all of them
-    threads = 0 if concurrency == 1 else max(1, usable_cores() // concurrency)
+    threads = core_share(concurrency)
     try:
         runner = executor(args.ray, args.workers, ModelOptions(threads=threads))
     except SubtitleError as e:

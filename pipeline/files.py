@@ -54,8 +54,16 @@ def work_folder(prefix: str, parent: Path | None = None) -> Iterator[Path]:
 _OURS = re.compile(r"^(?:\.(\d+)\..*\.tmp|(?:burn|mux|subtitle-worker|subtitle-downloads)-(\d+)-[^/]*)$")
 
 
+_SWEPT: set[str] = set()  # folders this process has swept (once each: an output folder may hold an archive's files)
+
+
 def sweep(folder: Path) -> None:
-    """Remove the temporary files and work folders in `folder` whose process (on this machine) is gone."""
+    """Remove the temporary files and work folders in `folder` whose process (on this machine) is gone. Once per
+    folder and process: what it finds was left before this process started writing there."""
+    key = os.path.realpath(folder)
+    if key in _SWEPT:
+        return
+    _SWEPT.add(key)
     try:
         entries = list(os.scandir(folder))
     except OSError:
