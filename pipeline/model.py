@@ -202,6 +202,18 @@ class OVWhisper:
             block.cross_attn.run_hooks((None, qk))
         return torch.from_numpy(req.get_tensor("logits").data.copy())
 
+    def release_memory(self) -> None:
+        """Hand back what the last windows' inference holds: the decoder's and the aligner's working buffers,
+        which the CPU plugin keeps, sized for the largest shapes seen so far (4 windows with 5 beams and 223-token
+        prompts: 0.35 GB), and the C heap's free pages. A model that another job is running just now keeps its
+        buffers: that job is using them."""
+        for compiled in (self.decoder.compiled, self.aligner):
+            try:
+                compiled.release_memory()
+            except RuntimeError:  # "in a busy state": an inference in another thread holds it
+                pass
+        release_free_memory()
+
     def decode(
         self,
         mel: torch.Tensor,
@@ -436,6 +448,7 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     from convert.checkpoints import resolve_checkpoint
     from convert.export import ExportOptions, ensure_ir
 
+    map_large_buffers()
     precision = resolve_precision(options.precision)
     checkpoint = resolve_checkpoint(options.model)
     ir_dir = ensure_ir(checkpoint, ExportOptions(weights=precision.weights), progress)
@@ -460,15 +473,18 @@ def compiled_cache_dir(precision: Precision, threads: int) -> Path:
     return cache_root() / "compiled" / f"{machine}-{precision.name}-{threads}t"
 
 
-def _malloc_trim():
+def _glibc():
     name = ctypes.util.find_library("c")
     try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to call
+        libc = ctypes.CDLL(name) if name else None
+        return libc if libc is not None and hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:  # not glibc (musl, macOS): nothing to tune
         return None
 
 
-_MALLOC_TRIM = _malloc_trim()
+_GLIBC = _glibc()
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+MMAP_THRESHOLD = 1 << 20
 
 
 def release_free_memory() -> None:
@@ -477,8 +493,20 @@ def release_free_memory() -> None:
     Each window's inference allocates and frees hundreds of MB (OpenVINO's buffers, whisper's tensors); glibc keeps
     the freed pages, scattered through its arenas, resident. Trimming after every window took a 400-s recording's
     resident set from 1,495 to 1,264 MiB, at well under a millisecond a call."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    if _GLIBC is not None:
+        _GLIBC.malloc_trim(0)
+
+
+def map_large_buffers() -> None:
+    """Have glibc map every buffer of 1 MiB or more on its own, and unmap it when it is freed.
+
+    By default glibc raises that threshold to the largest buffer freed so far, up to 32 MiB, and serves everything
+    below it from its arenas, where buffers of every size freed in every order (whisper's tensors, numpy's arrays)
+    leave holes that no trim hands back. One hour decoded 4 windows at a time held 942 MiB free in its arenas and
+    peaked at 2,316 MiB; with this, 1,860 MiB. It costs nothing measurable in speed (a 384-s recording: 23.8 against
+    23.8 s by default, 14.9 against 14.6 s in batches). Process-wide and idempotent; called when a model loads."""
+    if _GLIBC is not None:
+        _GLIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 class ModelCache:

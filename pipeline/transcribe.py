@@ -36,7 +36,7 @@ from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.model import OVWhisper, release_free_memory
+from pipeline.model import OVWhisper
 from pipeline.segment import Word
 from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
@@ -201,7 +201,7 @@ def _segments(
             break
         parts_asking = list(waiting)
         results = _decode_batch(model, [waiting.pop(i) for i in parts_asking], options)
-        release_free_memory()
+        model.release_memory()
         for i, result in zip(parts_asking, results):
             resume(i, result)
         if progress is not None:
