@@ -292,8 +292,9 @@ class _Stream:
                         _, found, _ = yield from self._window(window.within(sub_start, _frame(end)), prompt)
                         again += found
                     current = sorted(_split_around(current, again) + again, key=lambda seg: seg["start"])
+                    after = float("-inf")
                     for seg in current:
-                        _snap_to_speech(seg, speech)
+                        after = _snap_to_speech(seg, speech, after)
                     next_seek = _missed_speech(speech, seek, next_seek, max(seg["end"] for seg in current))
                 seek = next_seek
                 for seg in current:
@@ -413,6 +414,9 @@ SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
 SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
+ONSET_EARLY_MAX = 0.5  # seconds: the first word of a region of speech starts up to this much sooner, at its start
+STRETCHED_WORD = 0.6  # seconds: a first word this long was drawn back over what came before it (_unstretch)
+QUIET_BELOW = 20.0  # dB: a word this far under the speech after it lies in silence (whisper's alignment put it there)
 LONG_WORD = 1.5  # seconds: no spoken word is longer (a timed word covers at most this much in _uncovered)
 COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
 UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
@@ -674,16 +678,65 @@ def _snap(start: float, end: float, speech: SpeechMap, limit: float = float("inf
     return start, end
 
 
-def _snap_to_speech(seg: dict, speech: SpeechMap) -> None:
-    """Word times onto the detected speech; without words, only the segment's start, by at most SNAP_MAX (a
-    segment's times are coarse, and the detector misses some speech, such as whispers)."""
+def _first_word(start: float, end: float, after: float, speech: SpeechMap) -> tuple[float, float] | None:
+    """The times of a word that begins a region of speech (no word since `after` reached it), put onto the region's
+    start: later when whisper's alignment put all of the word in the silent pause before it, earlier by
+    ONSET_EARLY_MAX at most when the word starts inside the region (the alignment is often late on the first word
+    after a pause). None: the word does not begin a region, or is left where it is (_snap)."""
+    region = speech.region_at(end)
+    if region is None and speech.region_at(start) is None:  # all in a pause: the speech right after it, if silent
+        following = speech.next_speech(end)
+        region = speech.region_at(following) if following is not None and following - end <= LONG_WORD else None
+        if region is None or after >= start or not _quieter(speech, (start, end), region):
+            return None
+        if region[0] - speech.speech_end_before(start) < SENTENCE_PAUSE:  # a gap between words: leave it there
+            return None
+        return region[0], region[0]
+    if region is None or after >= region[0] or speech.region_at(start) != region:
+        return None
+    if 0 < start - region[0] <= ONSET_EARLY_MAX:
+        return region[0], end
+    return None
+
+
+def _unstretch(words: list[dict], speech: SpeechMap) -> None:
+    """A segment's first word, stretched over STRETCHED_WORD seconds or more from well inside a region of speech,
+    when the next word ends in a later region that begins within ONSET_EARLY_MAX of the first word's end: whisper's
+    alignment drew the word back over the end of the speech before (often the last sentence's tail, where the
+    detector heard no pause). It moves to where the next word's speech starts."""
+    if len(words) < 2 or words[0]["end"] - words[0]["start"] < STRETCHED_WORD:
+        return
+    region = speech.region_at(words[1]["end"])  # (its start may lie in the pause: _snap moves it)
+    before = speech.region_at(words[0]["start"])  # the speech it starts in began well before it
+    if region is None or before is None or before == region or before[0] > words[0]["start"] - ONSET_EARLY_MAX:
+        return
+    if 0 <= region[0] - words[0]["end"] <= ONSET_EARLY_MAX and region[0] > words[0]["start"]:
+        words[0]["start"] = words[0]["end"] = region[0]
+
+
+def _quieter(speech: SpeechMap, span: tuple[float, float], region: tuple[float, float]) -> bool:
+    """Whether span is QUIET_BELOW dB under the speech of region, or more (the loudest tenth of their 10-ms frames)."""
+    here, there = speech.loudness(*span), speech.loudness(region[0], min(region[1], region[0] + 1.0))
+    return here is not None and there is not None and here <= there - QUIET_BELOW
+
+
+def _snap_to_speech(seg: dict, speech: SpeechMap, after: float = float("-inf")) -> float:
+    """Word times onto the detected speech (_first_word for each word that begins a region, _snap for the others);
+    without words, only the segment's start, by at most SNAP_MAX (a segment's times are coarse, and the detector
+    misses some speech, such as whispers). `after`: where the last word before this segment ends. Returns where this
+    segment's last word ends."""
     words = seg.get("words")
     if words:
+        _unstretch(words, speech)
         for w in words:
-            w["start"], w["end"] = _snap(w["start"], w["end"], speech)
+            w["start"], w["end"] = _first_word(w["start"], w["end"], after, speech) or _snap(
+                w["start"], w["end"], speech
+            )
+            after = w["end"]
         seg["start"], seg["end"] = words[0]["start"], words[-1]["end"]
     else:
         seg["start"] = _snap(seg["start"], seg["end"], speech, SNAP_MAX)[0]
+    return seg["end"]
 
 
 # Text whisper is known to produce from silence, music or noise (subtitle credits and outros from its training data)

@@ -109,6 +109,21 @@ class SpeechMap:
         return [((first + loud[a]) * step, (first + loud[b] + 1) * step)
                 for a, b in zip(firsts, lasts) if (b - a + 1) * step >= SOUND_MIN]  # fmt: skip
 
+    def speech_end_before(self, t: float) -> float:
+        """Where the last region that ends by t ends (0 when none does)."""
+        i = self._index(t) - 1
+        if i >= 0 and self.regions[i][1] > t:  # t lies inside that region: the one before it
+            i -= 1
+        return self.regions[i][1] if i >= 0 else 0.0
+
+    def loudness(self, start: float, end: float) -> float | None:
+        """dBFS of the loudest tenth of [start, end]'s 10-ms frames; None without levels."""
+        if self.levels is None:
+            return None
+        step = LEVEL_FRAME / SAMPLE_RATE
+        level = self.levels[int(start / step) : max(int(np.ceil(end / step)), int(start / step) + 1)]
+        return float(np.percentile(level, 90)) if level.size else None
+
     def _index(self, t: float) -> int:
         return bisect.bisect_right(self._starts, t)
 

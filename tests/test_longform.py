@@ -18,6 +18,7 @@ from pipeline.subtitles import to_srt
 from pipeline.transcribe import (
     TranscribeOptions,
     _cut_loop,
+    _first_word,
     _Guard,
     _missed_speech,
     _off_the_seams,
@@ -25,6 +26,7 @@ from pipeline.transcribe import (
     _snap,
     _split_around,
     _uncovered,
+    _unstretch,
     _Window,
 )
 from pipeline.vad import SpeechMap, frame_levels, speech_map
@@ -338,6 +340,59 @@ def test_frame_levels_of_real_speech(audio):
 )
 def test_snap_to_speech(span, limit, expected):
     assert _snap(*span, SPEECH, limit) == expected
+
+
+def _levels(seconds: float, loud: list[tuple[float, float, float]]) -> np.ndarray:
+    """10-ms levels: -90 dBFS, and (start, end, dBFS) spans."""
+    levels = np.full(int(seconds * 100), -90.0, np.float32)
+    for a, b, db in loud:
+        levels[int(a * 100) : int(b * 100)] = db
+    return levels
+
+
+# speech at 1-4 s and 6-9 s (-20 dBFS); a sound the detector did not call speech at 5.0-5.7 s (-30 dBFS) in WITH_SOUND
+QUIET_PAUSE = SpeechMap(((1.0, 4.0), (6.0, 9.0)), 12.0, _levels(12.0, [(1.0, 4.0, -20.0), (6.0, 9.0, -20.0)]))
+WITH_SOUND = SpeechMap(QUIET_PAUSE.regions, 12.0, _levels(12.0, [(1.0, 4.0, -20.0), (5.0, 5.7, -30), (6.0, 9.0, -20)]))
+SHORT_GAP = SpeechMap(((1.0, 4.0), (4.2, 9.0)), 12.0, _levels(12.0, [(1.0, 4.0, -20.0), (4.2, 9.0, -20.0)]))
+
+
+@pytest.mark.parametrize(
+    ("word", "after", "speech", "expected"),
+    [
+        ((6.2, 6.5), 3.9, QUIET_PAUSE, (6.0, 6.5)),  # first word of a region, aligned late: onto the region's start
+        ((6.45, 6.8), 3.9, QUIET_PAUSE, (6.0, 6.8)),
+        ((6.7, 7.0), 3.9, QUIET_PAUSE, None),  # more than 0.5 s in: whisper may have left out a word there
+        ((6.2, 6.5), 6.1, QUIET_PAUSE, None),  # a word before it in the region already
+        ((5.2, 5.6), 3.9, QUIET_PAUSE, (6.0, 6.0)),  # all of it in the silent pause: onto the speech after it
+        ((5.2, 5.6), 3.9, WITH_SOUND, None),  # all of it on a sound the detector missed: left there
+        ((5.2, 5.6), 5.3, QUIET_PAUSE, None),  # not the first word after the pause
+        ((3.0, 5.6), 1.0, QUIET_PAUSE, None),  # ends in the pause: _snap's
+        ((4.05, 4.15), 3.9, SHORT_GAP, None),  # in a 0.2-s gap between words: not a pause to jump
+        ((0.5, 1.3), float("-inf"), QUIET_PAUSE, None),  # starts in the pause, ends in speech: _snap's
+    ],
+)
+def test_first_word_of_a_region(word, after, speech, expected):
+    assert _first_word(*word, after, speech) == expected
+
+
+UNSTRETCH = SpeechMap(((1.0, 4.0), (4.3, 9.0)), 12.0)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        ((3.2, 3.95), (4.3, 4.6), (4.3, 4.3)),  # drawn back over the tail of the speech before: onto the next speech
+        ((3.2, 3.95), (4.0, 4.6), (4.3, 4.3)),  # (the next word's own start still in the pause)
+        ((1.1, 1.8), (4.3, 4.6), (1.1, 1.8)),  # starts where its speech starts: a slow word, left
+        ((3.6, 3.95), (4.3, 4.6), (3.6, 3.95)),  # not stretched
+        ((3.0, 3.7), (3.7, 3.9), (3.0, 3.7)),  # the next word in the same speech
+        ((3.0, 3.6), (4.3, 4.6), (3.0, 3.6)),  # the next speech begins 0.7 s after it
+    ],
+)
+def test_unstretch_a_first_word(first, second, expected):
+    words = [{"start": a, "end": b} for a, b in (first, second)]
+    _unstretch(words, UNSTRETCH)
+    assert (words[0]["start"], words[0]["end"]) == expected
 
 
 @pytest.mark.parametrize(
