@@ -342,18 +342,10 @@ def test_snap_to_speech(span, limit, expected):
     assert _snap(*span, SPEECH, limit) == expected
 
 
-def _levels(seconds: float, loud: list[tuple[float, float, float]]) -> np.ndarray:
-    """10-ms levels: -90 dBFS, and (start, end, dBFS) spans."""
-    levels = np.full(int(seconds * 100), -90.0, np.float32)
-    for a, b, db in loud:
-        levels[int(a * 100) : int(b * 100)] = db
-    return levels
-
-
-# speech at 1-4 s and 6-9 s (-20 dBFS); a sound the detector did not call speech at 5.0-5.7 s (-30 dBFS) in WITH_SOUND
-QUIET_PAUSE = SpeechMap(((1.0, 4.0), (6.0, 9.0)), 12.0, _levels(12.0, [(1.0, 4.0, -20.0), (6.0, 9.0, -20.0)]))
-WITH_SOUND = SpeechMap(QUIET_PAUSE.regions, 12.0, _levels(12.0, [(1.0, 4.0, -20.0), (5.0, 5.7, -30), (6.0, 9.0, -20)]))
-SHORT_GAP = SpeechMap(((1.0, 4.0), (4.2, 9.0)), 12.0, _levels(12.0, [(1.0, 4.0, -20.0), (4.2, 9.0, -20.0)]))
+# speech at 1-4 s and 6-9 s (-20 dBFS, silence -90); a sound the detector did not call speech at 5.0-5.7 s in WITH_SOUND
+QUIET_PAUSE = SpeechMap(((1.0, 4.0), (6.0, 9.0)), 12.0, _levels([(1.0, 4.0), (6.0, 9.0)], 12.0, level=-20.0))
+WITH_SOUND = SpeechMap(QUIET_PAUSE.regions, 12.0, _levels([(1.0, 4.0), (5.0, 5.7), (6.0, 9.0)], 12.0, level=-20.0))
+SHORT_GAP = SpeechMap(((1.0, 4.0), (4.2, 9.0)), 12.0, _levels([(1.0, 4.0), (4.2, 9.0)], 12.0, level=-20.0))
 
 
 @pytest.mark.parametrize(
