@@ -30,6 +30,11 @@ class CPU:
         return bool(self.flags & {"avx512_bf16", "amx_bf16"})
 
     @property
+    def has_amx(self) -> bool:
+        """Intel's matrix tiles (Sapphire Rapids and later), for bf16 and int8."""
+        return bool(self.flags & {"amx_bf16", "amx_int8"})
+
+    @property
     def int8_units(self) -> str:
         """Which int8 dot-product instructions OpenVINO's dynamic quantization can use."""
         for flag, name in (("amx_int8", "AMX"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI")):

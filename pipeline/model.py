@@ -78,8 +78,10 @@ def resolve_precision(name: str, info: CPU | None = None) -> Precision:
         # the decoder stays f32: computed in bf16 it gave NaN logits on some sampled decodes (tests, benchmark)
         return Precision("bf16", "f16", "bf16", "f32", "f32")
     # int8 weights: the decoder computes in f32 around them (measured faster than bf16 there: the CPU plugin
-    # quantizes activations to int8 for the matmuls anyway); the encoder, compute-bound, in bf16 where the CPU has it
-    return Precision("int8", "int8", "bf16" if info.has_bf16 else "f32", "f32", "f32")
+    # quantizes activations to int8 for the matmuls, on VNNI or AMX). The encoder too, except on AMX, whose bf16
+    # tiles it keeps: where bf16 runs on AVX512-BF16 dot products alone, the activations are not quantized and a
+    # window took 367 ms against 288 ms in f32 (base, 2 cores, a Xeon with AVX512-BF16/VNNI and no AMX)
+    return Precision("int8", "int8", "bf16" if info.has_amx else "f32", "f32", "f32")
 
 
 class OVWhisper:
@@ -138,26 +140,41 @@ class OVWhisper:
         is (B, 2L, 1500, d), but laid out layer by layer, (2L, B, 1500, d) in memory: one layer's keys (or values)
         for all the windows are then one block that the decoder binds without a copy (_layer_kv).
         """
-        # word timestamps (and fallback decodes) encode the windows the last decode() just encoded: that batch, or
-        # one row of it, is found here by its memory
-        last = getattr(self._requests, "last", None)
-        if last is not None:
-            batch, result = last
-            for i, known in enumerate((batch, *batch)):
-                if known.data_ptr() == mel.data_ptr() and known.shape[-2:] == mel.shape[-2:]:
-                    if i == 0 and known.shape == mel.shape:
-                        return result
-                    if i > 0 and mel.shape[0] == 1:
-                        return result[i - 1 : i]
-            self._requests.last = None  # (its memory is free before the new output takes as much again)
+        # word timestamps (and fallback decodes) encode the windows a decode() of this round encoded already: that
+        # batch, or one row of it, is found here by its memory
+        encoded = self._encoded()
+        for batch, result in encoded:
+            if batch.data_ptr() == mel.data_ptr() and batch.shape == mel.shape:
+                return result
+            if mel.shape[0] == 1 and batch.shape[-2:] == mel.shape[-2:]:
+                for i, row in enumerate(batch):
+                    if row.data_ptr() == mel.data_ptr():
+                        return result[i : i + 1]
+        while encoded and sum(len(batch) for batch, _ in encoded) + len(mel) > self.KEEP_ENCODED:
+            encoded.pop(0)  # (its memory is free before the new output takes as much again)
         req, dims = self._encoder_request(), self.dims
         store = np.empty((2 * dims.n_text_layer, mel.shape[0], dims.n_audio_ctx, dims.n_text_state), np.float32)
         for i, row in enumerate(mel.numpy()):  # one window at a time: the encoder is compute-bound, so a batch gains
             req.infer({0: row[None]})  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
             store[:, i] = req.get_tensor("cross_kv").data.reshape(store.shape[0], *store.shape[2:])
         result = torch.from_numpy(store).transpose(0, 1)
-        self._requests.last = (mel, result)  # holding `mel` keeps its memory from being reused for another window
+        encoded.append((mel, result))  # holding `mel` keeps its memory from being reused for another window
         return result
+
+    KEEP_ENCODED = 8  # windows whose encoder output is kept for word timing, at most (forget_encodings drops them)
+
+    def _encoded(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(mel, encoder output) of the windows this thread encoded since it last called forget_encodings."""
+        if not hasattr(self._requests, "encoded"):
+            self._requests.encoded = []
+        return self._requests.encoded
+
+    def forget_encodings(self) -> None:
+        """Drop the encoder outputs kept for this thread's word timing: call it when a round of windows (decoded,
+        fallen back, timed) is done. Until then every window a round encodes is kept: with windows of equal prompts
+        batched and the rest decoded one by one, keeping only the last decode's windows re-encoded most of the others
+        for their word timing (a 384-s recording in batches of 4: 20 windows encoded twice, 8 s of 25)."""
+        self._encoded().clear()
 
     def encode(self, mel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Both encoder outputs: audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, hs)."""
@@ -466,11 +483,13 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
 def compiled_cache_dir(precision: Precision, threads: int) -> Path:
     """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
     the precision hint out (a bf16 compile loaded the f32 blob of the same IR and crashed), and a blob compiled for
-    one CPU's instruction sets must not be loaded on another, so each gets its own folder."""
+    one CPU's instruction sets must not be loaded on another, so each gets its own folder; the hints are part of its
+    name, so a precision whose hints change (int8's encoder) never loads a blob compiled for the old ones."""
     from convert.export import cache_root
 
     machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
-    return cache_root() / "compiled" / f"{machine}-{precision.name}-{threads}t"
+    hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
+    return cache_root() / "compiled" / f"{machine}-{precision.name}-{hints}-{threads}t"
 
 
 def _glibc():

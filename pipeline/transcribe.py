@@ -204,6 +204,7 @@ def _segments(
         model.release_memory()
         for i, result in zip(parts_asking, results):
             resume(i, result)
+        model.forget_encodings()  # (word timing of this round's windows is done)
         if progress is not None:
             progress(sum(stream.done_frames for stream in streams) / max(content_frames, 1))
     if progress is not None:

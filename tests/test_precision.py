@@ -23,7 +23,7 @@ OLD = {"sse4_2"}
     "flags, name, expected",
     [
         (SAPPHIRE_RAPIDS, "auto", Precision("int8", "int8", "bf16", "f32", "f32")),
-        (ZEN5, "auto", Precision("int8", "int8", "bf16", "f32", "f32")),
+        (ZEN5, "auto", Precision("int8", "int8", "f32", "f32", "f32")),  # bf16 without AMX: slower than int8
         (ICELAKE, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
         (ALDERLAKE, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
         (HASWELL, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
@@ -53,12 +53,17 @@ def test_precision_refused(flags, name, message):
 
 
 @pytest.mark.parametrize(
-    "flags, units, bf16",
-    [(SAPPHIRE_RAPIDS, "AMX", True), (ZEN5, "AVX512-VNNI", True), (ALDERLAKE, "AVX-VNNI", False), (OLD, "none", False)],
+    "flags, units, bf16, amx",
+    [
+        (SAPPHIRE_RAPIDS, "AMX", True, True),
+        (ZEN5, "AVX512-VNNI", True, False),
+        (ALDERLAKE, "AVX-VNNI", False, False),
+        (OLD, "none", False, False),
+    ],
 )
-def test_cpu_capabilities(flags, units, bf16):
+def test_cpu_capabilities(flags, units, bf16, amx):
     info = CPU("test", frozenset(flags), 2)
-    assert info.int8_units == units and info.has_bf16 is bf16
+    assert info.int8_units == units and info.has_bf16 is bf16 and info.has_amx is amx
 
 
 def test_this_cpu_is_read():
