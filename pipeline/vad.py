@@ -96,8 +96,7 @@ class SpeechMap:
         if self.levels is None:
             return []
         step = LEVEL_FRAME / SAMPLE_RATE
-        first, last = int(start / step), min(int(np.ceil(end / step)), self.levels.size)
-        level = self.levels[first:last]
+        first, level = self._frames(start, end)
         if level.size == 0:
             return []
         loud = np.flatnonzero(level > max(float(np.percentile(level, 10)) + SOUND_ABOVE_FLOOR, SOUND_MIN_DBFS))
@@ -120,9 +119,15 @@ class SpeechMap:
         """dBFS of the loudest tenth of [start, end]'s 10-ms frames; None without levels."""
         if self.levels is None:
             return None
-        step = LEVEL_FRAME / SAMPLE_RATE
-        level = self.levels[int(start / step) : max(int(np.ceil(end / step)), int(start / step) + 1)]
+        level = self._frames(start, end)[1]
         return float(np.percentile(level, 90)) if level.size else None
+
+    def _frames(self, start: float, end: float) -> tuple[int, np.ndarray]:
+        """The index of [start, end]'s first 10-ms frame, and the levels of the frames it touches (at least that
+        first one, unless it lies past the recording)."""
+        step = LEVEL_FRAME / SAMPLE_RATE
+        first = int(start / step)
+        return first, self.levels[first : max(int(np.ceil(end / step)), first + 1)]
 
     def _index(self, t: float) -> int:
         return bisect.bisect_right(self._starts, t)
