@@ -289,9 +289,13 @@ class _Stream:
                     # speech whisper skipped inside the window (often its first sentence) is decoded on its own
                     again: list[dict] = []
                     for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
-                        sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
-                        _, found, _ = yield from self._window(window.within(sub_start, _frame(end)), prompt)
-                        again += found
+                        for _ in range(REDECODES):  # (whisper may skip the next sentence again: from after its text)
+                            sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
+                            _, found, _ = yield from self._window(window.within(sub_start, _frame(end)), prompt)
+                            again += found
+                            start = _left_over(speech, found, end)
+                            if start is None:
+                                break
                     current = sorted(_split_around(current, again) + again, key=lambda seg: seg["start"])
                     after = float("-inf")
                     for seg in current:
@@ -413,6 +417,7 @@ def _to_segment(seg: dict) -> Segment:
 LEAD_IN = 0.2  # seconds of audio kept before speech starts, so the first word is whole
 SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
+REDECODES = 3  # decodes of one stretch of speech whisper skipped, at most (each from after the text the last found)
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
 SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
 ONSET_EARLY_MAX = 0.5  # seconds: the first word of a region of speech starts up to this much sooner, at its start
@@ -627,6 +632,18 @@ def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> 
             gaps.append((t, a + COVER_SLACK))
         t = max(t, b)
     return [(a, b) for a, b in gaps if speech.speech_in(a, b) >= MISSED_SPEECH]
+
+
+def _left_over(speech: SpeechMap, found: list[dict], end: float) -> float | None:
+    """Where the detected speech that a decode of skipped speech (up to `end`) left out starts: MISSED_SPEECH
+    seconds of it or more after the text it found (and COVER_SLACK). None when it found nothing (whisper is sure
+    nothing more is there) or left nothing out."""
+    if not found:
+        return None
+    onset = speech.next_speech(max(seg["end"] for seg in found) + COVER_SLACK)
+    if onset is None or onset >= end or speech.speech_in(onset, end) < MISSED_SPEECH:
+        return None
+    return onset
 
 
 def _split_around(segments: list[dict], found: list[dict]) -> list[dict]:

@@ -20,6 +20,7 @@ from pipeline.transcribe import (
     _cut_loop,
     _first_word,
     _Guard,
+    _left_over,
     _missed_speech,
     _off_the_seams,
     _plan_window,
@@ -442,6 +443,23 @@ def _seg(*words: tuple[str, float, float]) -> dict:
 def test_uncovered(regions, segments, expected):
     found = _uncovered(SpeechMap(regions, 100.0), 0.0, segments)
     assert found == [pytest.approx(e) for e in expected]
+
+
+@pytest.mark.parametrize(
+    ("regions", "found", "expected"),
+    [
+        # whisper skipped speech from 2 to 20 s; decoded again, it wrote only what ends at 5 s: the next decode starts
+        # at the next detected speech at least 0.3 s after that text, if 0.5 s of speech or more lie before 20 s
+        (((2.0, 5.0), (6.0, 12.0)), [_seg((" a", 2.0, 5.0))], 6.0),
+        (((2.0, 12.0),), [_seg((" a", 2.0, 5.0))], 5.3),  # (the text ended inside a region: from just after it)
+        (((2.0, 5.0), (6.0, 12.0)), [_seg((" a", 2.0, 5.0)), _seg((" b", 6.0, 12.0))], None),  # all of it
+        (((2.0, 5.0), (19.7, 25.0)), [_seg((" a", 2.0, 5.0))], None),  # 0.3 s of speech left before 20 s
+        (((2.0, 5.0), (20.0, 25.0)), [_seg((" a", 2.0, 5.0))], None),  # none before 20 s
+        (((2.0, 5.0), (6.0, 12.0)), [], None),  # it found nothing: whisper is sure nothing is there
+    ],
+)
+def test_left_over(regions, found, expected):
+    assert _left_over(SpeechMap(regions, 100.0), found, 20.0) == (None if expected is None else pytest.approx(expected))
 
 
 @pytest.mark.parametrize(
