@@ -286,16 +286,7 @@ class _Stream:
             else:
                 next_seek = window.frame_after(seek_advance)
                 if speech is not None and current:
-                    # speech whisper skipped inside the window (often its first sentence) is decoded on its own
-                    again: list[dict] = []
-                    for start, end in _uncovered(speech, seek / FRAMES_PER_SECOND, current):
-                        for _ in range(REDECODES):  # (whisper may skip the next sentence again: from after its text)
-                            sub_start = _frame(max(start - LEAD_IN, seek / FRAMES_PER_SECOND))
-                            _, found, _ = yield from self._window(window.within(sub_start, _frame(end)), prompt)
-                            again += found
-                            start = _left_over(speech, found, end)
-                            if start is None:
-                                break
+                    again = yield from self._skipped_speech(window, prompt, seek / FRAMES_PER_SECOND, current)
                     current = sorted(_split_around(current, again) + again, key=lambda seg: seg["start"])
                     after = float("-inf")
                     for seg in current:
@@ -312,6 +303,21 @@ class _Stream:
             assert seek > previous_seek, "the window loop must always advance"
             self.seek = seek
         self.seek = last
+
+    def _skipped_speech(self, window: _Window, prompt: DecodingOptions, start: float, current: list[dict]):
+        """Speech whisper skipped inside the window (often its first sentence), each stretch decoded on its own, and
+        what those decodes skip again too, up to REDECODES more decodes: the segments found."""
+        again: list[dict] = []
+        todo = _uncovered(self.speech, start, current)
+        budget = len(todo) + REDECODES
+        while todo and budget > 0:
+            (a, b), budget = todo.pop(0), budget - 1
+            sub_start = max(a - LEAD_IN, start)
+            sub = window.within(_frame(sub_start), _frame(b))
+            _, found, _ = yield from self._window(sub, prompt)
+            again += found
+            todo[:0] = _skipped(self.speech, sub_start, found, b)
+        return again
 
     def _window(self, window: _Window, decode_options: DecodingOptions) -> Iterator[_Request | Segment]:
         """Decode one window (through the caller's batch): returns (result, segments, frames of the window to
@@ -417,7 +423,7 @@ def _to_segment(seg: dict) -> Segment:
 LEAD_IN = 0.2  # seconds of audio kept before speech starts, so the first word is whole
 SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
-REDECODES = 3  # decodes of one stretch of speech whisper skipped, at most (each from after the text the last found)
+REDECODES = 3  # decodes, at most, of speech that a decode of skipped speech skipped again
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
 SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
 ONSET_EARLY_MAX = 0.5  # seconds: the first word of a region of speech starts up to this much sooner, at its start
@@ -634,16 +640,17 @@ def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> 
     return [(a, b) for a, b in gaps if speech.speech_in(a, b) >= MISSED_SPEECH]
 
 
-def _left_over(speech: SpeechMap, found: list[dict], end: float) -> float | None:
-    """Where the detected speech that a decode of skipped speech (up to `end`) left out starts: MISSED_SPEECH
-    seconds of it or more after the text it found (and COVER_SLACK). None when it found nothing (whisper is sure
-    nothing more is there) or left nothing out."""
+def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> list[tuple[float, float]]:
+    """What a decode of skipped speech, [start, end], skipped again: the stretches _uncovered finds before its last
+    text, and the detected speech after that text (MISSED_SPEECH seconds of it or more, from the next onset past
+    COVER_SLACK). Nothing when it found nothing: whisper is sure nothing more is there."""
     if not found:
-        return None
+        return []
+    gaps = _uncovered(speech, start, found)
     onset = speech.next_speech(max(seg["end"] for seg in found) + COVER_SLACK)
-    if onset is None or onset >= end or speech.speech_in(onset, end) < MISSED_SPEECH:
-        return None
-    return onset
+    if onset is not None and onset < end and speech.speech_in(onset, end) >= MISSED_SPEECH:
+        gaps.append((onset, end))
+    return gaps
 
 
 def _split_around(segments: list[dict], found: list[dict]) -> list[dict]:

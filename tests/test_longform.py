@@ -20,10 +20,10 @@ from pipeline.transcribe import (
     _cut_loop,
     _first_word,
     _Guard,
-    _left_over,
     _missed_speech,
     _off_the_seams,
     _plan_window,
+    _skipped,
     _snap,
     _split_around,
     _uncovered,
@@ -445,21 +445,29 @@ def test_uncovered(regions, segments, expected):
     assert found == [pytest.approx(e) for e in expected]
 
 
+def _said(start: float, end: float) -> dict:
+    """A segment of one-second words from start to end."""
+    return _seg(*((f" w{t}", float(t), float(t) + 1) for t in range(int(start), int(end))))
+
+
 @pytest.mark.parametrize(
     ("regions", "found", "expected"),
     [
-        # whisper skipped speech from 2 to 20 s; decoded again, it wrote only what ends at 5 s: the next decode starts
-        # at the next detected speech at least 0.3 s after that text, if 0.5 s of speech or more lie before 20 s
-        (((2.0, 5.0), (6.0, 12.0)), [_seg((" a", 2.0, 5.0))], 6.0),
-        (((2.0, 12.0),), [_seg((" a", 2.0, 5.0))], 5.3),  # (the text ended inside a region: from just after it)
-        (((2.0, 5.0), (6.0, 12.0)), [_seg((" a", 2.0, 5.0)), _seg((" b", 6.0, 12.0))], None),  # all of it
-        (((2.0, 5.0), (19.7, 25.0)), [_seg((" a", 2.0, 5.0))], None),  # 0.3 s of speech left before 20 s
-        (((2.0, 5.0), (20.0, 25.0)), [_seg((" a", 2.0, 5.0))], None),  # none before 20 s
-        (((2.0, 5.0), (6.0, 12.0)), [], None),  # it found nothing: whisper is sure nothing is there
+        # whisper skipped speech from 2 to 20 s, and decoded again it wrote `found`. What it skipped again: the next
+        # detected speech 0.3 s or more after that text, if 0.5 s of it or more lies before 20 s
+        (((2.0, 5.0), (6.0, 12.0)), [_said(2, 5)], [(6.0, 20.0)]),
+        (((2.0, 12.0),), [_said(2, 5)], [(5.3, 20.0)]),  # (the text ended inside a region: from just after it)
+        (((2.0, 5.0), (6.0, 12.0)), [_said(2, 5), _said(6, 12)], []),  # all of it
+        (((2.0, 5.0), (19.7, 25.0)), [_said(2, 5)], []),  # 0.3 s of speech left before 20 s
+        (((2.0, 5.0), (20.0, 25.0)), [_said(2, 5)], []),  # none before 20 s
+        (((2.0, 5.0), (6.0, 12.0)), [], []),  # it found nothing: whisper is sure nothing is there
+        # and, as _uncovered, speech before its text: here its first sentence, once more
+        (((2.0, 5.0), (6.0, 12.0)), [_said(6, 12)], [(1.0, 6.0)]),
+        (((2.0, 5.0), (6.0, 9.0), (10.0, 12.0)), [_said(6, 9)], [(1.0, 6.0), (10.0, 20.0)]),
     ],
 )
-def test_left_over(regions, found, expected):
-    assert _left_over(SpeechMap(regions, 100.0), found, 20.0) == (None if expected is None else pytest.approx(expected))
+def test_skipped(regions, found, expected):
+    assert _skipped(SpeechMap(regions, 100.0), 1.0, found, 20.0) == [pytest.approx(e) for e in expected]
 
 
 @pytest.mark.parametrize(
