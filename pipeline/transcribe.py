@@ -746,10 +746,11 @@ def _quieter(speech: SpeechMap, span: tuple[float, float], region: tuple[float, 
 
 
 def _snap_to_speech(seg: dict, speech: SpeechMap, after: float = float("-inf")) -> float:
-    """Word times onto the detected speech (_first_word for each word that begins a region, _snap for the others);
-    without words, only the segment's start, by at most SNAP_MAX (a segment's times are coarse, and the detector
-    misses some speech, such as whispers). `after`: where the last word before this segment ends. Returns where this
-    segment's last word ends."""
+    """Word times onto the detected speech (_first_word for each word that begins a region, _snap for the others;
+    a word after a pause that the detector heard none of starts where its sound rises: whisper's alignment draws it
+    back over the noise before it); without words, only the segment's start, by at most SNAP_MAX (a segment's times
+    are coarse, and the detector misses some speech, such as whispers). `after`: where the last word before this
+    segment ends. Returns where this segment's last word ends."""
     words = seg.get("words")
     if words:
         _unstretch(words, speech)
@@ -757,6 +758,8 @@ def _snap_to_speech(seg: dict, speech: SpeechMap, after: float = float("-inf")) 
             w["start"], w["end"] = _first_word(w["start"], w["end"], after, speech) or _snap(
                 w["start"], w["end"], speech
             )
+            if w["start"] - after >= SENTENCE_PAUSE and speech.fraction(w["start"], w["end"]) == 0:
+                w["start"] = speech.rise(w["start"], w["end"])
             after = w["end"]
         seg["start"], seg["end"] = words[0]["start"], words[-1]["end"]
     else:

@@ -36,6 +36,7 @@ LEVEL_FRAME = SAMPLE_RATE // 100  # 10 ms frames for the energy check
 SOUND_ABOVE_FLOOR = 15.0  # dB over the stretch's own floor (its 10th-percentile frame) that counts as a sound
 SOUND_MIN_DBFS = -75.0  # nothing quieter is a sound, however clean the recording (digital silence, dither)
 SOUND_BRIDGE = 1.0  # sounds closer than this are one stretch (the pauses between a whisper's words)
+RISE_BELOW_PEAK = 15.0  # dB: a sound starts where its level first comes this close to its loudest tenth (rise)
 SOUND_MIN = 0.2  # seconds of sound, at least, in a stretch worth asking whisper about (not a click)
 
 
@@ -121,6 +122,17 @@ class SpeechMap:
             return None
         level = self._frames(start, end)[1]
         return float(np.percentile(level, 90)) if level.size else None
+
+    def rise(self, start: float, end: float) -> float:
+        """Where [start, end] first comes within RISE_BELOW_PEAK dB of its loudest tenth (the start of a 10-ms
+        frame): the onset of a sound that begins in quieter noise. `start` without levels."""
+        if self.levels is None:
+            return start
+        first, level = self._frames(start, end)
+        if level.size == 0:
+            return start
+        loud = np.flatnonzero(level >= np.percentile(level, 90) - RISE_BELOW_PEAK)
+        return max(start, (first + int(loud[0])) * LEVEL_FRAME / SAMPLE_RATE)
 
     def _frames(self, start: float, end: float) -> tuple[int, np.ndarray]:
         """The index of [start, end]'s first 10-ms frame, and the levels of the frames it touches (at least that

@@ -316,6 +316,19 @@ def test_sound_levels(floor, level, found):
     assert bool(SpeechMap((), 100.0, _levels([(1.0, 3.0)], floor=floor, level=level)).sounds(0, 10)) == found
 
 
+@pytest.mark.parametrize(
+    ("floor", "span", "expected"),
+    [
+        (-80.0, (0.5, 2.0), 1.0),  # a word drawn back over the noise before it: where the sound rises
+        (-55.0, (0.5, 2.0), 0.5),  # the "noise" within 15 dB of the sound: part of it (a soft start)
+        (-80.0, (1.2, 2.0), 1.2),  # inside the sound already
+        (-80.0, (2.5, 3.0), 2.5),  # no sound in it: stays
+    ],
+)
+def test_rise(floor, span, expected):
+    assert SpeechMap((), 100.0, _levels([(1.0, 2.0)], floor=floor)).rise(*span) == pytest.approx(expected, abs=0.011)
+
+
 def test_frame_levels_of_real_speech(audio):
     samples = np.concatenate([np.zeros(SAMPLE_RATE, np.float32), audio(CLIPS[0])])
     levels = frame_levels(samples)
