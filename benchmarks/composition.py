@@ -144,7 +144,7 @@ def generate(clips: list[Clip], seed: int, quiet: float = 0.15, fast: float = 0.
     silence_at = int(rng.integers(0, len(order)))  # the long silence comes before this utterance
     for slot in rng.choice(len(order), size=min(fillers, len(order)), replace=False):
         kind = "music" if rng.random() < 0.5 else "noise"
-        gaps[slot] = (kind, _music(rng) if kind == "music" else _noise(rng))
+        gaps[slot] = (kind, music(rng) if kind == "music" else _noise(rng))
     audio, offsets, onsets, no_speech, t = [], [], [], [], 0.0
     for i, (samples, (gap_kind, gap)) in enumerate(zip(pieces, gaps)):
         if i == silence_at:
@@ -177,7 +177,7 @@ def _tempo(samples: np.ndarray, factor: float) -> np.ndarray:
     return np.frombuffer(out, np.int16).astype(np.float32) / 32768
 
 
-def _music(rng: np.random.Generator) -> np.ndarray:
+def music(rng: np.random.Generator) -> np.ndarray:
     """8-20 s of synthetic music: plucked notes with harmonics, drawn from a pentatonic scale."""
     seconds, note = rng.uniform(8, 20), rng.uniform(0.25, 0.6)
     t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
