@@ -315,6 +315,7 @@ class _Stream:
             sub_start = max(a - LEAD_IN, start)
             sub = window.within(_frame(sub_start), _frame(b))
             _, found, _ = yield from self._window(sub, prompt)
+            found = [seg for seg in found if not _repeated(seg, current + again)]
             again += found
             todo[:0] = _skipped(self.speech, sub_start, found, b)
         return again
@@ -580,6 +581,8 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
             if a <= start_t + 1.0:  # (no window ends in its first second)
                 if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
                     return _Window(tuple(pieces))
+                if not silent and b - a - PAUSE_TAIL >= UNHEARD:  # ... a window that starts with such a blip:
+                    return _Window(((start, _blip_end(speech, a, b, limit)),))  # the blip and its sound, alone
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
@@ -607,6 +610,15 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
         a, b = ends
         end_t = min(a + min(PAUSE_TAIL, (b - a) / 2), limit_t)
         return _Window((*pieces, (start, max(start + 1, min(_frame(end_t), limit)))))
+
+
+def _blip_end(speech: SpeechMap, a: float, b: float, limit: int) -> int:
+    """Where a window that starts with a blip of detected speech ends: after the sound that runs on from it into the
+    pause (a, b). Whisper, given 30 s that a whisper only starts, wrote the speech after the whisper and skipped the
+    whisper, and the blip alone is too short to be decoded again (MISSED_SPEECH)."""
+    sounds = speech.sounds(a, b - LEAD_IN)
+    end = sounds[0][1] + SOUND_TAIL if sounds else a + PAUSE_TAIL
+    return min(_frame(end), limit)
 
 
 def _no_speech_prob(model: OVWhisper, mel: torch.Tensor, options: DecodingOptions) -> float:
@@ -651,6 +663,28 @@ def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> 
     if onset is not None and onset < end and speech.speech_in(onset, end) >= MISSED_SPEECH:
         gaps.append((onset, end))
     return gaps
+
+
+def _repeated(seg: dict, segments: list[dict]) -> bool:
+    """Whether a segment decoded again on its own says what the words right after it, or right before it, in
+    `segments` say (whisper's alignment put those words beside their speech, which then looked skipped). Those words
+    take its times, and it is dropped: the same text twice ("1455 1455") was a duplicate cue."""
+    said = [w for w in seg.get("words") or [] if _normalized(w["word"])]
+    if not said:
+        return False
+    words = sorted((w for s in segments for w in s.get("words") or [] if _normalized(w["word"])),
+                   key=lambda w: w["start"])  # fmt: skip
+    after = [i for i, w in enumerate(words) if w["start"] >= seg["start"]]
+    i = after[0] if after else len(words)
+    for run in (words[i : i + len(said)], words[max(i - len(said), 0) : i]):
+        if len(run) == len(said) and all(_normalized(a["word"]) == _normalized(b["word"]) for a, b in zip(run, said)):
+            for a, b in zip(run, said):
+                a["start"], a["end"] = b["start"], b["end"]
+            for s in segments:
+                if s.get("words"):
+                    s["start"], s["end"] = s["words"][0]["start"], max(s["end"], s["words"][-1]["end"])
+            return True
+    return False
 
 
 def _split_around(segments: list[dict], found: list[dict]) -> list[dict]:

@@ -23,6 +23,7 @@ from pipeline.transcribe import (
     _missed_speech,
     _off_the_seams,
     _plan_window,
+    _repeated,
     _skipped,
     _snap,
     _split_around,
@@ -238,6 +239,9 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [(11.5, 12.0)], 0, ((0, 1100),), True),
         # ... nor one that leads to a blip of speech in a sound (a whisper the detector hardly hears): the window ends
         (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 17.0)], 0, ((0, 1060),), True),
+        # ... and the window after it: the blip and the sound it lies in, alone (whisper skipped a whisper in 30 s)
+        (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 17.0)], 1280, ((1280, 1730),), True),
+        (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 15.0)], 1280, ((1280, 1530),), True),
         # ... a sound too close to the next speech for a window of its own (under 3 s of pause): an ordinary pause
         (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 11.5)], 0, ((0, 2030),), True),
         # ... or too little room is left for more speech; or the speech after it has no pause before 30 s
@@ -506,3 +510,34 @@ def test_split_around(found, expected):
     parts = _split_around([seg], [{"start": t} for t in found])
     assert [(" " + p["text"], p["tokens"]) for p in parts] == expected
     assert [(p["start"], p["end"]) for p in parts] == [(p["words"][0]["start"], p["words"][-1]["end"]) for p in parts]
+
+
+@pytest.mark.parametrize(
+    ("found", "repeated", "expected"),
+    [
+        # the window wrote "... of about | 1455, that the" with "1455," placed late, at 17.4 s; its speech, 16-17 s,
+        # looked skipped, and decoded again it said "1455": the same words, which take the re-decode's times
+        (_seg((" 1455", 16.0, 17.0)), True, [("about", 15.7, 16.0), ("1455,", 16.0, 17.0), ("that", 18.0, 18.2)]),
+        (_seg((" about", 16.0, 16.2)), True, [("about", 16.0, 16.2), ("1455,", 17.4, 18.0), ("that", 18.0, 18.2)]),
+        (
+            _seg((" 1455", 16.0, 16.5), (" that", 16.5, 17.0)),
+            True,  # (two words: the two after it)
+            [("about", 15.7, 16.0), ("1455,", 16.0, 16.5), ("that", 16.5, 17.0)],
+        ),
+        # other words, or only some of the same ones: speech whisper skipped, kept
+        (
+            _seg((" in", 16.0, 16.2), (" 1455", 16.2, 17.0)),
+            False,
+            [("about", 15.7, 16.0), ("1455,", 17.4, 18.0), ("that", 18.0, 18.2)],
+        ),
+        (_seg((" printed", 16.0, 17.0)), False, [("about", 15.7, 16.0), ("1455,", 17.4, 18.0), ("that", 18.0, 18.2)]),
+    ],
+)
+def test_repeated(found, repeated, expected):
+    segments = [_seg((" of", 15.2, 15.7), (" about", 15.7, 16.0)), _seg((" 1455,", 17.4, 18.0), (" that", 18.0, 18.2))]
+    assert _repeated(found, segments) is repeated
+    words = [w for seg in segments for w in seg["words"]][1:]
+    assert [(w["word"].strip(), w["start"], w["end"]) for w in words] == expected
+    assert [(seg["start"], seg["end"]) for seg in segments] == [
+        (seg["words"][0]["start"], max(seg["words"][-1]["end"], end)) for seg, end in zip(segments, (16.0, 18.2))
+    ]
