@@ -512,9 +512,10 @@ def _off_the_seams(seg: dict, seams: list[tuple[float, float]]) -> None:
         for w in words:
             if w["start"] < before + GAP_KEPT[0] and w["end"] > after - GAP_KEPT[1]:
                 w["start"] = min(after, w["end"] - 0.01)
-        n = 0
-        while n < len(words) and words[n]["start"] >= before and words[n]["end"] <= after:
-            n += 1
+        n = _leading([w["start"] >= before and w["end"] <= after for w in words])
+        # ... and so does a first word only mostly there, when the segment goes on after the seam
+        mostly = _leading([(w["start"] + w["end"]) / 2 >= before and w["end"] <= after for w in words])
+        n = max(n, mostly if mostly < len(words) else 0)
         if n == 0:
             continue
         until = words[n]["start"] if n < len(words) else after + words[-1]["end"] - words[0]["start"]
@@ -525,6 +526,11 @@ def _off_the_seams(seg: dict, seams: list[tuple[float, float]]) -> None:
     if words:
         seg["start"] = words[0]["start"]
         seg["end"] = max(seg["end"], words[-1]["end"])
+
+
+def _leading(flags: list[bool]) -> int:
+    """How many of the first flags are set."""
+    return next((i for i, flag in enumerate(flags) if not flag), len(flags))
 
 
 FILL = 20.0  # seconds: a window ends in its latest pause past this point, however short, rather than in an earlier

@@ -438,6 +438,8 @@ def test_missed_speech(seek, next_seek, decoded_end, expected):
         ([(10.1, 10.3), (10.3, 10.6), (12.2, 12.6)], [(12.0, 12.1), (12.1, 12.2), (12.2, 12.6)]),
         ([(10.3, 10.6)], [(12.0, 12.3)]),  # all of it
         ([(9.5, 10.2), (12.5, 13.0)], [(9.5, 10.2), (12.5, 13.0)]),  # it starts before the seam: as it is
+        ([(9.9, 10.3), (12.5, 13.0)], [(12.0, 12.5), (12.5, 13.0)]),  # ... unless most of it lies in the seam
+        ([(9.9, 10.3)], [(9.9, 10.3)]),  # (and it is not all the segment: then it may be the end of what came before)
         ([(13.0, 13.5)], [(13.0, 13.5)]),
         ([(8.0, 9.0), (9.2, 12.5), (12.6, 13.0)], [(8.0, 9.0), (12.0, 12.5), (12.6, 13.0)]),  # a word spanning it
     ],
