@@ -160,7 +160,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="speed-") as tmp:
         work = Path(tmp)
         comps = recordings(args.eval_dir, args.seed)
-        tables = []
         for rec in args.recordings.split(","):
             comp = comps[rec]
             duration = comp.audio.size / SAMPLE_RATE
@@ -178,10 +177,9 @@ def main() -> None:
                 except RuntimeError as e:
                     results[name] = Run(0.0, 0.0, "", str(e))
                 print(f"{rec}: {name}: {results[name].wall:.1f} s {results[name].failed}", file=sys.stderr)
-            tables.append(table(rec, comp, duration, results, machine, args.threads))
+            print(table(rec, comp, duration, results, machine, args.threads) + "\n", flush=True)
         if not args.no_first_cue:
-            tables.append(first_cue_table(args, work, comps, env, machine))
-    print("\n\n".join(tables))
+            print(first_cue_table(args, work, comps, env, machine))
 
 
 def table(rec: str, comp: Composition, duration: float, results: dict[str, Run], machine: str, threads: int) -> str:
@@ -217,17 +215,20 @@ def first_cue_table(args, work: Path, comps: dict[str, Composition], env: dict[s
 
     rows = []
     for name in ("ours (defaults)", "ours --beam-size 1", "faster-whisper int8 greedy"):
-        out = work / f"first-{len(rows)}"
-        out.mkdir()
-        command = [x.format(audio=str(clip), out=str(out), threads=str(args.threads)) for x in ENGINES[name]]
-        command = [x for x in command if x != "-q"]  # ours prints cues on stderr unless quiet
+        # a folder of its own for each run: the CLI skips a recording whose outputs are there
+        commands = []
+        for run in ("cold", "warm"):
+            out = work / f"first-{len(rows)}-{run}"
+            out.mkdir()
+            command = [x.format(audio=str(clip), out=str(out), threads=str(args.threads)) for x in ENGINES[name]]
+            commands.append([x for x in command if x != "-q"])  # ours prints cues on stderr unless quiet
         cold_env = dict(env, NUMBA_CACHE_DIR=str(work / f"numba-{len(rows)}"))
         if name.startswith("ours"):  # a copy of the model cache without its compiled blobs
             cache = work / f"cache-{len(rows)}"
             shutil.copytree(cache_root(), cache, ignore=shutil.ignore_patterns("compiled"))
             cold_env["SUBTITLE_CACHE_DIR"] = str(cache)
-        cold = first_cue(command, cold_env)
-        warm = first_cue(command, cold_env)
+        cold = first_cue(commands[0], cold_env)
+        warm = first_cue(commands[1], cold_env)
         rows.append(f"| {name} | {cold:.1f} | {warm:.1f} |")
     return "\n".join(
         [
