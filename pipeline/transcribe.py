@@ -315,7 +315,7 @@ class _Stream:
             sub_start = max(a - LEAD_IN, start)
             sub = window.within(_frame(sub_start), _frame(b))
             _, found, _ = yield from self._window(sub, prompt)
-            found = [seg for seg in found if not _repeated(seg, current + again)]
+            found = [seg for seg in found if not _merge_repeat(seg, current + again)]
             again += found
             todo[:0] = _skipped(self.speech, sub_start, found, b)
         return again
@@ -512,10 +512,10 @@ def _off_the_seams(seg: dict, seams: list[tuple[float, float]]) -> None:
         for w in words:
             if w["start"] < before + GAP_KEPT[0] and w["end"] > after - GAP_KEPT[1]:
                 w["start"] = min(after, w["end"] - 0.01)
-        n = _leading([w["start"] >= before and w["end"] <= after for w in words])
-        # ... and so does a first word only mostly there, when the segment goes on after the seam
-        mostly = _leading([(w["start"] + w["end"]) / 2 >= before and w["end"] <= after for w in words])
-        n = max(n, mostly if mostly < len(words) else 0)
+        # (a first word only mostly there too, when the segment goes on after the seam)
+        n = _leading([(w["start"] + w["end"]) / 2 >= before and w["end"] <= after for w in words])
+        if n == len(words):  # all of the segment: only words wholly in the seam (it may end the speech before)
+            n = _leading([w["start"] >= before and w["end"] <= after for w in words])
         if n == 0:
             continue
         until = words[n]["start"] if n < len(words) else after + words[-1]["end"] - words[0]["start"]
@@ -671,17 +671,16 @@ def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> 
     return gaps
 
 
-def _repeated(seg: dict, segments: list[dict]) -> bool:
-    """Whether a segment decoded again on its own says what the words right after it, or right before it, in
-    `segments` say (whisper's alignment put those words beside their speech, which then looked skipped). Those words
-    take its times, and it is dropped: the same text twice ("1455 1455") was a duplicate cue."""
+def _merge_repeat(seg: dict, segments: list[dict]) -> bool:
+    """If a segment decoded again on its own says what the words right after it, or right before it, in `segments`
+    say (whisper's alignment put those words beside their speech, which then looked skipped), those words take its
+    times and True is returned: the caller drops it (the same text twice, "1455 1455", was a duplicate cue)."""
     said = [w for w in seg.get("words") or [] if _normalized(w["word"])]
     if not said:
         return False
     words = sorted((w for s in segments for w in s.get("words") or [] if _normalized(w["word"])),
                    key=lambda w: w["start"])  # fmt: skip
-    after = [i for i, w in enumerate(words) if w["start"] >= seg["start"]]
-    i = after[0] if after else len(words)
+    i = next((i for i, w in enumerate(words) if w["start"] >= seg["start"]), len(words))
     for run in (words[i : i + len(said)], words[max(i - len(said), 0) : i]):
         if len(run) == len(said) and all(_normalized(a["word"]) == _normalized(b["word"]) for a, b in zip(run, said)):
             for a, b in zip(run, said):

@@ -20,10 +20,10 @@ from pipeline.transcribe import (
     _cut_loop,
     _first_word,
     _Guard,
+    _merge_repeat,
     _missed_speech,
     _off_the_seams,
     _plan_window,
-    _repeated,
     _skipped,
     _snap,
     _split_around,
@@ -535,9 +535,9 @@ def test_split_around(found, expected):
         (_seg((" printed", 16.0, 17.0)), False, [("about", 15.7, 16.0), ("1455,", 17.4, 18.0), ("that", 18.0, 18.2)]),
     ],
 )
-def test_repeated(found, repeated, expected):
+def test_merge_repeat(found, repeated, expected):
     segments = [_seg((" of", 15.2, 15.7), (" about", 15.7, 16.0)), _seg((" 1455,", 17.4, 18.0), (" that", 18.0, 18.2))]
-    assert _repeated(found, segments) is repeated
+    assert _merge_repeat(found, segments) is repeated
     words = [w for seg in segments for w in seg["words"]][1:]
     assert [(w["word"].strip(), w["start"], w["end"]) for w in words] == expected
     assert [(seg["start"], seg["end"]) for seg in segments] == [
