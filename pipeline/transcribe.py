@@ -315,7 +315,7 @@ class _Stream:
             sub_start = max(a - LEAD_IN, start)
             sub = window.within(_frame(sub_start), _frame(b))
             _, found, _ = yield from self._window(sub, prompt)
-            found = [seg for seg in found if not _merge_repeat(seg, current + again)]
+            found = [seg for seg in found if _new_speech(seg, current + again)]
             again += found
             todo[:0] = _skipped(self.speech, sub_start, found, b)
         return again
@@ -669,6 +669,14 @@ def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> 
     if onset is not None and onset < end and speech.speech_in(onset, end) >= MISSED_SPEECH:
         gaps.append((onset, end))
     return gaps
+
+
+def _new_speech(seg: dict, segments: list[dict]) -> bool:
+    """Whether a segment decoded again on its own is speech that `segments` lack: not one of whisper's filler lines
+    (alone, whisper writes "Thank you." over a breath or a hum that it left out in context; on the development
+    seeds, dropping them kept every word and saved the decodes that would have followed them), nor the words
+    beside it said again (_merge_repeat, which retimes those words)."""
+    return not FILLERS.match(_normalized(seg["text"])) and not _merge_repeat(seg, segments)
 
 
 def _merge_repeat(seg: dict, segments: list[dict]) -> bool:

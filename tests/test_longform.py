@@ -22,6 +22,7 @@ from pipeline.transcribe import (
     _Guard,
     _merge_repeat,
     _missed_speech,
+    _new_speech,
     _off_the_seams,
     _plan_window,
     _skipped,
@@ -543,3 +544,18 @@ def test_merge_repeat(found, repeated, expected):
     assert [(seg["start"], seg["end"]) for seg in segments] == [
         (seg["words"][0]["start"], max(seg["words"][-1]["end"], end)) for seg, end in zip(segments, (16.0, 18.2))
     ]
+
+
+@pytest.mark.parametrize(
+    ("found", "new"),
+    [
+        (_seg((" Thank", 16.0, 16.3), (" you.", 16.3, 16.6)), False),  # whisper's filler over a breath
+        (_seg((" Thanks", 16.0, 16.3), (" for", 16.3, 16.5), (" watching!", 16.5, 17.0)), False),
+        (_seg((" 1455", 16.0, 17.0)), False),  # the words after it said again
+        (_seg((" printed", 16.0, 17.0)), True),  # speech whisper skipped
+        (_seg((" Thank", 16.0, 16.3), (" you", 16.3, 16.6), (" all.", 16.6, 17.0)), True),  # not just the filler
+    ],
+)
+def test_new_speech(found, new):
+    segments = [_seg((" of", 15.2, 15.7), (" about", 15.7, 16.0)), _seg((" 1455,", 17.4, 18.0), (" that", 18.0, 18.2))]
+    assert _new_speech(found, segments) is new
