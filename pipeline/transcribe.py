@@ -200,7 +200,7 @@ def _segments(
         if not waiting:
             break
         parts_asking = list(waiting)
-        results = _decode_batch(model, [waiting.pop(i) for i in parts_asking], options)
+        results = _decode_batch(model, [waiting.pop(i) for i in parts_asking], options, tokenizer.eot)
         model.release_memory()
         for i, result in zip(parts_asking, results):
             resume(i, result)
@@ -372,7 +372,7 @@ class _Stream:
 
 
 def _decode_batch(
-    model: OVWhisper, requests: list[_Request], options: TranscribeOptions
+    model: OVWhisper, requests: list[_Request], options: TranscribeOptions, eot: int
 ) -> list[DecodingResult | None]:
     """whisper's result for each window, or None where it holds no speech.
 
@@ -381,7 +381,8 @@ def _decode_batch(
     takes one prompt length for a batch, so only windows whose prompts are equally long (at most whisper's 223
     tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's cost 1.4 points of WER
     on a test recording, and lost a whisper that the longer prompt kept.) A row that fails whisper's thresholds is
-    decoded again alone at the next temperatures (_decode_with_fallback), as whisper.transcribe would."""
+    decoded again alone at the next temperatures (_decode_with_fallback), as whisper.transcribe would, and a row
+    that only says its prompt's last words again (_echoes) is decoded again without the prompt."""
     results: list[DecodingResult | None] = [None] * len(requests)
     asked = [i for i, r in enumerate(requests) if r.heard or _no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
@@ -398,12 +399,24 @@ def _decode_batch(
                 results[i] = result
     for i in asked:
         request, result = requests[i], results[i]
+        if _echoes(result.tokens, request.options.prompt, eot):
+            request.options = replace(request.options, prompt=None)  # (and for the fallback below)
+            result = _decode_with_fallback(model, request.mel, request.options, options, options.temperatures[:1])
         if _needs_fallback(result, options):
             result = _decode_with_fallback(model, request.mel, request.options, options, options.temperatures[1:])
         if _is_silence(result, options) or (not request.heard and not _sure(result)):
             result = None
         results[i] = result
     return results
+
+
+def _echoes(tokens: list[int], prompt, eot: int) -> bool:
+    """Whether a decode's text (tokens below `eot`: no timestamps) is only the last words of its prompt again.
+    Prompted with "... 8. The Press Yard", whisper wrote "The Press Yard" over the next, different sentence, twice,
+    and lost it (the speed benchmark's pauses recording); without the prompt it wrote that sentence."""
+    said = [t for t in tokens if t < eot]
+    before = [t for t in prompt or () if t < eot]
+    return bool(said) and len(said) <= len(before) and before[-len(said) :] == said
 
 
 def _to_segment(seg: dict) -> Segment:

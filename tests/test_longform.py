@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import DATA, wer
 from whisper.decoding import DecodingResult
+from whisper.tokenizer import get_tokenizer
 
 from benchmarks.composition import compose, load_clips, music, onset_errors, onset_summary
 from pipeline.check import check, parse_srt
@@ -18,6 +19,7 @@ from pipeline.subtitles import to_srt
 from pipeline.transcribe import (
     TranscribeOptions,
     _cut_loop,
+    _echoes,
     _first_word,
     _Guard,
     _merge_repeat,
@@ -559,3 +561,28 @@ def test_merge_repeat(found, repeated, expected):
 def test_new_speech(found, new):
     segments = [_seg((" of", 15.2, 15.7), (" about", 15.7, 16.0)), _seg((" 1455,", 17.4, 18.0), (" that", 18.0, 18.2))]
     assert _new_speech(found, segments) is new
+
+
+_TOKENIZER = get_tokenizer(True, num_languages=99, language="en", task="transcribe")
+
+
+def _tokens(text: str, start: float = 0.0, end: float = 2.0) -> list[int]:
+    """A decoded piece as whisper gives it: text tokens between two timestamp tokens."""
+    stamp = _TOKENIZER.timestamp_begin
+    return [stamp + round(start / 0.02), *_TOKENIZER.encode(text), stamp + round(end / 0.02)]
+
+
+@pytest.mark.parametrize(
+    ("decoded", "prompt", "echo"),
+    [
+        (_tokens(" The Press Yard"), _tokens(" here.") + _tokens(" 8. The Press Yard", 2, 4), True),  # (seed 7)
+        (_tokens(" The Press Yard"), _tokens(" 8. The Press Yard") + _tokens(" here.", 2, 4), False),  # not the end
+        (_tokens(" The Press Yard and more"), _tokens(" 8. The Press Yard"), False),  # new words after it
+        (_tokens(" The Press Yard"), _tokens(" Yard"), False),  # longer than the prompt
+        (_tokens(" It imitates a much freer hand"), _tokens(" 8. The Press Yard"), False),
+        (_tokens(" Yard"), None, False),  # no prompt
+        ([_TOKENIZER.timestamp_begin, _TOKENIZER.timestamp_begin + 100], _tokens(" Yard"), False),  # no text
+    ],
+)
+def test_echoes(decoded, prompt, echo):
+    assert _echoes(decoded, prompt, _TOKENIZER.eot) is echo
