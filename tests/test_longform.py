@@ -21,7 +21,9 @@ from pipeline.transcribe import (
     _cut_loop,
     _echoes,
     _first_word,
+    _gains,
     _Guard,
+    _leveled,
     _merge_repeat,
     _missed_speech,
     _new_speech,
@@ -214,10 +216,11 @@ def test_cut_loop(piece, expected):
 
 
 def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float = -45.0) -> np.ndarray:
-    """10-ms frame levels (dBFS): `floor` everywhere, `level` inside each (start, end) sound."""
+    """10-ms frame levels (dBFS): `floor` everywhere, `level` inside each (start, end) sound, or the sound's own
+    (start, end, level)."""
     levels = np.full(int(seconds * 100), floor, np.float32)
-    for a, b in sounds:
-        levels[int(a * 100) : int(b * 100)] = level
+    for a, b, *own in sounds:
+        levels[int(a * 100) : int(b * 100)] = own[0] if own else level
     return levels
 
 
@@ -586,3 +589,56 @@ def _tokens(text: str, start: float = 0.0, end: float = 2.0) -> list[int]:
 )
 def test_echoes(decoded, prompt, echo):
     assert _echoes(decoded, prompt, _TOKENIZER.eot) is echo
+
+
+_SPEECH = ((0.0, 10.0), (10.6, 20.0), (20.5, 28.0))  # three runs, between pauses of 0.6 and 0.5 s
+
+
+@pytest.mark.parametrize(
+    ("regions", "sounds", "gains"),
+    [
+        # sounds: (start, end, dBFS) levels. A run 12 dB or more under the loudest is raised to it, from the middle of
+        # the pause before it to the middle of the pause after it (or the window's edge)
+        (_SPEECH, [(0, 10, -20), (10.6, 28, -40)], [(10.3, 20.25, 20.0), (20.25, 29.0, 20.0)]),  # quiet after loud
+        (_SPEECH, [(0, 10, -40), (10.6, 20, -20), (20.5, 28, -44)], [(0.0, 10.3, 20.0), (20.25, 29.0, 24.0)]),
+        (_SPEECH, [(0, 10, -20), (10.6, 28, -70)], [(10.3, 20.25, 30.0), (20.25, 29.0, 30.0)]),  # 30 dB at most
+        (_SPEECH, [(0, 10, -20), (10.6, 28, -30)], []),  # 10 dB: one voice, as it comes and goes
+        (((0.0, 10.0), (10.3, 20.0)), [(0, 10, -20), (10.3, 20, -40)], []),  # a gap of 0.3 s: between words
+        (((0.0, 10.0), (10.6, 10.9), (11.5, 20.0)), [(0, 10, -20), (10.6, 10.9, -40), (11.5, 20, -20)], []),  # a blip
+        (((0.0, 28.0),), [(0, 28, -40)], []),  # one run, however quiet
+    ],
+)
+def test_gains(regions, sounds, gains):
+    found = _gains(SpeechMap(regions, 100.0, _levels(sounds)), 0.0, 30.0)
+    assert [x for g in found for x in g] == pytest.approx([x for g in gains for x in g])
+
+
+@pytest.mark.parametrize(
+    ("pieces", "t", "joined"),
+    [
+        # joined times count from the recording's time at the window's start (1 s), as whisper's do
+        (((100, 500),), 2.5, 2.5),
+        (((100, 500), (900, 1200)), 4.5, 4.5),
+        (((100, 500), (900, 1200)), 6.0, 5.0),  # (in the stretch left out: the next stretch's start)
+        (((100, 500), (900, 1200)), 10.0, 6.0),
+        (((100, 500), (900, 1200)), 11.0, 7.0),
+        (((100, 500), (900, 1200)), 13.0, 8.0),  # (past the window: its end)
+        (((100, 500),), 0.5, 1.0),  # (before it: its start)
+    ],
+)
+def test_window_joined(pieces, t, joined):
+    window = _Window(pieces)
+    assert window.joined(t) == pytest.approx(joined)
+    if any(a / 100 <= t < b / 100 for a, b in pieces):
+        assert window.time(joined) == pytest.approx(t)  # (the inverse of time())
+
+
+def test_leveled():
+    """Each gain applies to its stretch of the joined audio, and nowhere else (here: across a stretch left out)."""
+    window = _Window(((100, 500), (900, 1200)))  # 1-5 s and 9-12 s of the recording: 7 s of joined audio
+    audio = np.full(7 * SAMPLE_RATE, 0.01, np.float32)
+    out = _leveled(audio, window, [(4.0, 10.0, 20.0)])
+    raised = np.flatnonzero(out > 0.05)
+    assert (raised[0], raised[-1] + 1) == (3 * SAMPLE_RATE, 5 * SAMPLE_RATE)  # 4-5 s and 9-10 s: joined 3-5 s
+    assert out[raised] == pytest.approx(0.1) and np.all(audio == np.float32(0.01))  # (a copy)
+    assert _leveled(audio, window, []) is audio
