@@ -15,6 +15,7 @@ from pipeline.transcribe import TranscribeOptions, _parts
 from pipeline.vad import SpeechMap
 
 SEEDS = [1, 2, 3]
+STILL_MISSED = {1, 3}  # seeds that still lose or delay an utterance: strict expected failures until they hold
 ENGLISH = TranscribeOptions(language="en")
 
 
@@ -41,13 +42,16 @@ def _check(comp, cues, alone) -> None:
     assert stray == [], "cues in music, noise or silence"
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
+_STILL_MISSED = pytest.mark.xfail(
     strict=True,
-    reason="issue 11 is open: utterances are still lost on these seeds (quiet speech whisper skips inside a louder "
-    "window, the spontaneous cold-corpus clip, falsetto), or a cue starts more than 0.3 s off (README, In progress)",
+    reason="issue 11 is open: utterances are still lost on this seed (quiet speech whisper skips inside a louder "
+    "window, the spontaneous cold-corpus clip, falsetto), or a cue starts more than 0.3 s off (README, Long-form "
+    "accuracy)",
 )
-@pytest.mark.parametrize("seed", SEEDS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=_STILL_MISSED) if s in STILL_MISSED else s for s in SEEDS])
 def test_nothing_lost_utterance_by_utterance(seed, clips, alone, ov_model):
     comp = generate(clips, seed)
     _check(comp, subtitle(comp.audio, ov_model, ENGLISH), alone)
