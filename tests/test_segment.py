@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.check import check
-from pipeline.segment import Cue, CueRules, Word, _retime, segment
+from pipeline.segment import LATE, Cue, CueRules, Word, _retime, segment
 
 
 def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.05, pauses: dict | None = None,
@@ -133,14 +133,48 @@ GAP = 2 / 24 + 0.001  # the gap kept before the next cue, and its millisecond of
         # (start, end, characters) of each cue. 30 characters need 1.5 s at 20 per second
         ([(1.0, 2.6, 30)], [(1.0, 2.6)]),  # readable as it is
         ([(1.0, 2.0, 30)], [(1.0, 2.501)]),  # lengthened into the silence after it
-        ([(1.0, 2.0, 30), (2.1, 4.0, 10)], [(0.85, 2.1 - GAP), (2.1, 4.0)]),  # ... none: up to 0.15 s sooner
-        ([(0.0, 0.95, 5), (1.0, 2.0, 30), (2.1, 4.0, 10)], [(0.0, 1.0 - GAP), (1.0, 2.1 - GAP), (2.1, 4.0)]),  # no room
+        # ... none: up to 0.15 s sooner, then up to 0.3 s of the next cue's time (which starts 0.3 s later)
+        ([(1.0, 2.0, 30), (2.1, 4.0, 10)], [(0.85, 2.1 - GAP + LATE), (2.1 + LATE, 4.0)]),
+        # no room before it: the next cue's time only
+        (
+            [(0.0, 0.95, 5), (1.0, 2.0, 30), (2.1, 4.0, 10)],
+            [(0.0, 1.0 - GAP), (1.0, 2.1 - GAP + LATE), (2.1 + LATE, 4.0)],
+        ),
+        # fast speech, three cues in a row: each takes what it needs of the next one's time, up to 0.3 s, and the
+        # last one the silence after them
+        (
+            [(1.0, 2.0, 25), (2.1, 3.5, 34), (3.6, 6.3, 62)],
+            [(0.85, 0.85 + 1.251), (0.85 + 1.251 + GAP, 3.6 - GAP + LATE), (3.6 + LATE, 3.6 + LATE + 3.101)],
+        ),
+        # a cue that needs no more time is trimmed to leave the gap: the next one keeps its start
+        ([(1.0, 3.0, 30), (3.05, 5.0, 10)], [(1.0, 3.05 - GAP), (3.05, 5.0)]),
         ([(1.0, 2.4, 30), (2.45, 4.0, 10)], [(2.45 - GAP - 1.501, 2.45 - GAP), (2.45, 4.0)]),  # as much as needed
     ],
 )
 def test_retime(spans, expected):
     cues = _retime([Cue(a, b, "x" * n) for a, b, n in spans], CueRules())
     assert [(c.start, c.end) for c in cues] == [pytest.approx(e) for e in expected]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        # whisper skipped a sentence and a later decode filled it in: the segment before it ends with a word that is
+        # spoken after it ("the invention" of a held-out seed); the cues keep time order, the word where it is said
+        (
+            words("beautiful letters, the")
+            + words("invention", start=12.3)
+            + words("This is a kind.", start=4.0)
+            + words("of movable letters.", start=12.7),
+            ["beautiful letters, the", "This is a kind.", "invention of movable letters."],
+        ),
+        (words("Already in order.") + words("Still in order.", start=3.0), ["Already in order.", "Still in order."]),
+    ],
+)
+def test_words_in_time_order(given, expected):
+    cues = segment(given)
+    assert texts(cues) == expected
+    assert all(a.end <= b.start for a, b in zip(cues, cues[1:]))
 
 
 COMPLAINT = "He began a confused complaint against the wizard who had vanished behind the curtain on the left."
