@@ -32,7 +32,7 @@ from pipeline.files import atomic_path
 from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, human_size, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
 from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft
-from pipeline.segment import Cue, CueRules, Word
+from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
 from pipeline.subtitles import FORMATS, clean_cues, parse, render
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
@@ -521,15 +521,15 @@ def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue
     """Whisper's segments re-cut into cues that keep the readability rules (pipeline.segment), from their words.
     A segment without word timings (rare: alignment found none) keeps its own timing and text."""
     out: list[Cue] = []
-    pending: list[Word] = []
+    pending: list[tuple[Word, ...]] = []
 
     def flush() -> None:
-        out.extend(segment_words(pending, rules, cjk))
+        out.extend(segment_words(in_time_order(pending), rules, cjk))
         pending.clear()
 
     for seg in segments:
         if seg.words:
-            pending.extend(seg.words)
+            pending.append(seg.words)
         else:
             flush()
             out.append(Cue(seg.start, seg.end, seg.text, seg.words))

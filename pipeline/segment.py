@@ -8,7 +8,7 @@ A cue breaks at a sentence end first, then at clause punctuation, then at the lo
 never inside a word; where that leaves one of two cues of a stretch of speech too fast to read, the cut moves to
 where both can be read. Lines are balanced. A cue ends when its speech ends: it is lengthened only to reach the
 minimum duration or a readable speed, and never into the next cue's gap; where fast speech runs on, the next cue
-starts up to LATE seconds after its speech instead. Words are taken in time order.
+starts up to LATE seconds after its speech instead. Words said twice over the same sound are said once.
 """
 
 from __future__ import annotations
@@ -60,9 +60,7 @@ class Cue:
 def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
     """Group timed words into cues that keep every rule the words allow (a single word longer than a line stays
     whole: words are never cut)."""
-    # in time order: where whisper skipped a sentence and a later decode filled it in, a segment's last word can lie
-    # after that sentence
-    words = sorted((w for w in words if w.word.strip()), key=lambda w: w.start)
+    words = _unrepeated([w for w in words if w.word.strip()])
     if not words:
         return []
     cjk = is_cjk("".join(w.word for w in words)) if cjk is None else cjk
@@ -91,6 +89,47 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
     groups = _rebalance(groups, rules, line_chars, cjk)
     cues = [Cue(g[0].start, g[-1].end, _lines(g, line_chars, cjk, rules.max_lines), tuple(g)) for g in groups]
     return _retime(cues, rules)
+
+
+def in_time_order(segments: Sequence[Sequence[Word]]) -> list[Word]:
+    """The words of whisper's segments in the order they are said. That is the segments' order, but for a word that
+    starts more than OUT_OF_ORDER seconds before a word given ahead of it: where whisper skipped a sentence and a
+    later decode filled it in, a segment's last word can lie after that sentence ("beautiful letters, the invention",
+    its last word 11 s on), and the sentence's words go back before it, by their starts. Word times that disagree
+    by less (the first word of a window against the last ones of the window before, or a first "I" that snapping
+    moved past the word after it) keep the order of the text."""
+    keyed = []
+    latest = key = float("-inf")
+    for words in segments:
+        for w in words:
+            key = w.start if w.start < latest - OUT_OF_ORDER else max(w.start, key)
+            latest = max(latest, w.start)
+            keyed.append((key, len(keyed), w))
+    return [w for *_, w in sorted(keyed, key=lambda k: k[:2])]
+
+
+OUT_OF_ORDER = 2.0  # seconds
+
+
+def _unrepeated(words: list[Word]) -> list[Word]:
+    """Words in time order without a word that says what a word before it says over the same sound (more than
+    REPEAT_OVERLAP of it): two decodes of one stretch of speech, both kept ("talk like like this. this."). A word
+    said twice in a row follows itself (whisper's word times touch, end to start) and stays."""
+    kept: list[Word] = []
+    for w in words:
+        said = w.word.strip().strip(PUNCTUATION).lower()
+        if not any(
+            said == k.word.strip().strip(PUNCTUATION).lower()
+            and min(w.end, k.end) - max(w.start, k.start) > REPEAT_OVERLAP
+            for k in kept[-REPEAT_REACH:]
+        ):
+            kept.append(w)
+    return kept
+
+
+PUNCTUATION = ".,!?;:…\"'“”‘’«»()[]-—–。，、！？；："
+REPEAT_REACH = 8  # words back that a repeat is looked for in
+REPEAT_OVERLAP = 0.02  # seconds: one of whisper's time steps
 
 
 def _text(words: Sequence[Word], cjk: bool) -> str:
