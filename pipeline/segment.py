@@ -115,21 +115,23 @@ def _unrepeated(words: list[Word]) -> list[Word]:
     """Words in time order without a word that says what a word before it says over the same sound (more than
     REPEAT_OVERLAP of it): two decodes of one stretch of speech, both kept ("talk like like this. this."). A word
     said twice in a row follows itself (whisper's word times touch, end to start) and stays."""
-    kept: list[Word] = []
+    kept: list[tuple[str, Word]] = []
     for w in words:
-        said = w.word.strip().strip(PUNCTUATION).lower()
+        said = normalized(w.word)
         if not any(
-            said == k.word.strip().strip(PUNCTUATION).lower()
-            and min(w.end, k.end) - max(w.start, k.start) > REPEAT_OVERLAP
-            for k in kept[-REPEAT_REACH:]
+            said == s and min(w.end, k.end) - max(w.start, k.start) > REPEAT_OVERLAP for s, k in kept[-REPEAT_REACH:]
         ):
-            kept.append(w)
-    return kept
+            kept.append((said, w))
+    return [w for _, w in kept]
 
 
-PUNCTUATION = ".,!?;:…\"'“”‘’«»()[]-—–。，、！？；："
 REPEAT_REACH = 8  # words back that a repeat is looked for in
 REPEAT_OVERLAP = 0.02  # seconds: one of whisper's time steps
+
+
+def normalized(text: str) -> str:
+    """Text as compared for sameness: lower case, words only (punctuation and dots out, apostrophes kept)."""
+    return " ".join(re.sub(r"[^\w\s.']+", " ", text.lower()).replace(".", " ").split())
 
 
 def _text(words: Sequence[Word], cjk: bool) -> str:

@@ -37,7 +37,7 @@ from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.model import OVWhisper
-from pipeline.segment import Word
+from pipeline.segment import Word, normalized
 from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
@@ -743,21 +743,21 @@ def _new_speech(seg: dict, segments: list[dict]) -> bool:
     (alone, whisper writes "Thank you." over a breath or a hum that it left out in context; on the development
     seeds, dropping them kept every word and saved the decodes that would have followed them), nor the words
     beside it said again (_merge_repeat, which retimes those words)."""
-    return not FILLERS.match(_normalized(seg["text"])) and not _merge_repeat(seg, segments)
+    return not FILLERS.match(normalized(seg["text"])) and not _merge_repeat(seg, segments)
 
 
 def _merge_repeat(seg: dict, segments: list[dict]) -> bool:
     """If a segment decoded again on its own says what the words right after it, or right before it, in `segments`
     say (whisper's alignment put those words beside their speech, which then looked skipped), those words take its
     times and True is returned: the caller drops it (the same text twice, "1455 1455", was a duplicate cue)."""
-    said = [w for w in seg.get("words") or [] if _normalized(w["word"])]
+    said = [w for w in seg.get("words") or [] if normalized(w["word"])]
     if not said:
         return False
-    words = sorted((w for s in segments for w in s.get("words") or [] if _normalized(w["word"])),
+    words = sorted((w for s in segments for w in s.get("words") or [] if normalized(w["word"])),
                    key=lambda w: w["start"])  # fmt: skip
     i = next((i for i, w in enumerate(words) if w["start"] >= seg["start"]), len(words))
     for run in (words[i : i + len(said)], words[max(i - len(said), 0) : i]):
-        if len(run) == len(said) and all(_normalized(a["word"]) == _normalized(b["word"]) for a, b in zip(run, said)):
+        if len(run) == len(said) and all(normalized(a["word"]) == normalized(b["word"]) for a, b in zip(run, said)):
             for a, b in zip(run, said):
                 a["start"], a["end"] = b["start"], b["end"]
             for s in segments:
@@ -903,7 +903,7 @@ class _Guard:
     def keep(self, seg: dict) -> bool:
         """seg: whisper's segment dict with "text", "start", "end", and the window's DecodingResult as "result"."""
         result = seg["result"]
-        key = _normalized(seg["text"])
+        key = normalized(seg["text"])
         speech = 1.0 if self.speech is None else self.speech.fraction(seg["start"], seg["end"])
         looping = self.max_ratio is not None and result.compression_ratio > self.max_ratio
         if self.speech is not None and speech == 0.0 and not _sure(result):
@@ -914,10 +914,6 @@ class _Guard:
             return False
         self.previous = key
         return True
-
-
-def _normalized(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s.']+", " ", text.lower()).replace(".", " ").split())
 
 
 def _decode_with_fallback(
