@@ -236,9 +236,10 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         (((1.5, 8.0), (60.0, 70.0)), [], 5900, ((5980, 7100),), True),
         (((0.0, 10.0), (10.4, 20.0), (21.0, 28.0), (28.2, 40.0)), [], 0, ((0, 2050),), True),  # latest >= 0.5 s pause
         (((0.0, 10.0), (10.3, 20.0), (20.2, 40.0)), [], 0, ((0, 2010),), True),  # none: the latest past 20 s
-        (((0.0, 10.0), (10.3, 19.0), (19.2, 40.0)), [], 0, ((0, 1015),), True),  # none past 20 s: the longest
+        # none past 20 s: at 30 s, where whisper's timestamps go on (a pause at 10 s left 20 s of the window unused)
+        (((0.0, 10.0), (10.3, 19.0), (19.2, 40.0)), [], 0, ((0, 3000),), True),
         # a silence (>= 2 s, no sound): left out but for 0.6 s after the speech and 0.4 s before the next
-        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [], 0, ((0, 1060), (1260, 2030)), True),
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [], 0, ((0, 1060), (1260, 3200)), True),
         (((0.0, 5.0), (40.0, 45.0), (80.0, 90.0)), [], 0, ((0, 560), (3960, 4560), (7960, 9100)), True),
         (((0.0, 0.5), (5.0, 20.0)), [], 0, ((0, 110), (460, 2100)), True),  # (even right after the window's start)
         # ... unless a sound is in it: the window ends there (the sound is judged next)
@@ -473,6 +474,11 @@ def _seg(*words: tuple[str, float, float]) -> dict:
         (((2.0, 3.0), (6.0, 8.0)), [_seg((" a", 2.0, 3.0), (" b", 6.0, 7.0), (" c", 7.0, 8.0))], []),  # no speech
         # a word stretched over 1.5 s covers only its last 1.5 s (the alignment stretched it across a skip)
         (((2.0, 8.0),), [_seg((" a", 2.0, 2.5), (" b", 2.5, 8.0))], [(2.5 + 0.3, 6.5)]),
+        # under a second of speech: decoded again only if the stretch is all speech (words left out), not a burst
+        # in a pause (a breath, an "uh")
+        (((2.0, 8.0),), [_seg((" a", 2.0, 3.0), (" b", 4.0, 5.0))], [(3.3, 4.0)]),
+        (((2.0, 3.0), (4.0, 4.6), (7.0, 8.0)), [_seg((" a", 2.0, 3.0), (" c", 7.0, 8.0))], []),
+        (((2.0, 3.0), (4.0, 5.2), (7.0, 8.0)), [_seg((" a", 2.0, 3.0), (" c", 7.0, 8.0))], [(3.3, 7.0)]),
     ],
 )
 def test_uncovered(regions, segments, expected):
