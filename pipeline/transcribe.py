@@ -453,6 +453,8 @@ LONG_WORD = 1.5  # seconds: no spoken word is longer (a timed word covers at mos
 COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
 UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
 SOUND_TAIL = 0.3  # seconds kept after such a sound
+SOUND_ALONE = 1.0  # seconds: a shorter sound, away from speech, is not decoded (on the seeded compositions, the 8
+#   windows of such sounds, 1.5 s or shorter, gave no text; the whispers whisper wrote were sounds of 1.9 s or more)
 # where the detector heard no speech, whisper's text is kept only when whisper is sure of it. Measured on sounds the
 # detector missed (Whisper base, seeded compositions): whispers, falsetto and speech with a cold decode at avg_logprob
 # -0.19 to -0.52 (no_speech_prob 0.15 to 0.93!), synthetic music at -0.74 to -0.76, "Thank you." over a breath at
@@ -581,14 +583,19 @@ def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> _Window |
     is one), else at 30 s, where whisper's own timestamps decide what is decoded again (as without the detector).
     A stretch of UNHEARD seconds or more without detected speech is searched for sounds (SpeechMap.sounds): the
     detector misses whispers, and the first words after a silence. Without any, it is skipped. A sound that runs
-    into the speech after it starts that speech's window; any other sound is a window of its own, tight around it,
-    not heard, where whisper judges it under stricter rules.
+    into the speech after it starts that speech's window; any other sound of SOUND_ALONE seconds or more is a window
+    of its own, tight around it, not heard, where whisper judges it under stricter rules (a shorter one, a breath or
+    a click, is skipped: a window costs a whole encoder pass).
     """
     t, total = seek / FRAMES_PER_SECOND, content_frames / FRAMES_PER_SECOND
     onset = speech.next_speech(t)
     if (onset if onset is not None else total) - t >= UNHEARD:
         stretch_end = total if onset is None else onset - LEAD_IN
-        sounds = speech.sounds(t, stretch_end)
+        sounds = [
+            (a, b)
+            for a, b in speech.sounds(t, stretch_end)
+            if b - a >= SOUND_ALONE or (onset is not None and onset - b < SOUND_BRIDGE)
+        ]
         if sounds:
             a, b = sounds[0]
             start = max(seek, _frame(a - LEAD_IN))

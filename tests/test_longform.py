@@ -230,7 +230,9 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         # frames are 10 ms; audio is 100 s (10000 frames); sounds: where the levels stand out (whatever the detector
         # made of them). pieces: the stretches of the recording joined into one window
         (((5.0, 8.0),), [], 0, ((480, 900),), True),  # nothing before the speech: from 0.2 s before it
-        (((5.0, 8.0),), [(1.0, 2.0)], 0, ((80, 230),), False),  # a sound alone: whisper judges it, tightly
+        (((5.0, 8.0),), [(1.0, 2.2)], 0, ((80, 250),), False),  # a sound alone: whisper judges it, tightly
+        (((5.0, 8.0),), [(1.0, 1.6)], 0, ((480, 900),), True),  # ... unless under 1 s (a breath, a click): skipped
+        (((5.0, 8.0),), [(4.0, 4.5)], 0, ((380, 900),), True),  # a short one that runs into the speech starts it
         (((5.0, 8.0),), [(3.0, 4.5)], 0, ((280, 900),), True),  # a sound that runs into the speech starts it
         (((1.5, 8.0),), [], 0, ((130, 900),), True),  # speech soon: from 0.2 s before it to 1 s into the pause after
         (((1.5, 8.0), (60.0, 70.0)), [], 5900, ((5980, 7100),), True),
