@@ -591,11 +591,7 @@ def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> _Window |
     onset = speech.next_speech(t)
     if (onset if onset is not None else total) - t >= UNHEARD:
         stretch_end = total if onset is None else onset - LEAD_IN
-        sounds = [
-            (a, b)
-            for a, b in speech.sounds(t, stretch_end)
-            if b - a >= SOUND_ALONE or (onset is not None and onset - b < SOUND_BRIDGE)
-        ]
+        sounds = _sounds(speech, t, stretch_end, onset)
         if sounds:
             a, b = sounds[0]
             start = max(seek, _frame(a - LEAD_IN))
@@ -606,6 +602,14 @@ def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> _Window |
     if onset is None:
         return None
     return _speech_window(speech, max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND)), content_frames)
+
+
+def _sounds(speech: SpeechMap, start: float, end: float, onset: float | None) -> list[tuple[float, float]]:
+    """The sounds in [start, end] (SpeechMap.sounds) worth a decode: those of SOUND_ALONE seconds or more, and those
+    that run into the speech at `onset` (its first words, which the detector missed). A shorter one away from
+    speech is a breath or a click: a pause that holds only those is a silence."""
+    return [(a, b) for a, b in speech.sounds(start, end)
+            if b - a >= SOUND_ALONE or (onset is not None and onset - b < SOUND_BRIDGE)]  # fmt: skip
 
 
 def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Window:
@@ -620,7 +624,7 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
         pauses = [(a, b) for a, b in every if a > start_t + 1.0]  # (where the window may end)
         resume, ends = None, None
         for a, b in (p for p in every if p[1] - p[0] >= UNHEARD):
-            silent = not speech.sounds(a + GAP_KEPT[0], b - GAP_KEPT[1])
+            silent = not _sounds(speech, a + GAP_KEPT[0], b - GAP_KEPT[1], b if b < total else None)
             if b < total and silent and room - (_frame(a + GAP_KEPT[0]) - start) >= _frame(GAP_KEPT[1] + UNHEARD):
                 resume = _frame(b - GAP_KEPT[1])  # a silence: left out, and the window goes on after it
                 break

@@ -245,14 +245,16 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         (((0.0, 5.0), (40.0, 45.0), (80.0, 90.0)), [], 0, ((0, 560), (3960, 4560), (7960, 9100)), True),
         (((0.0, 0.5), (5.0, 20.0)), [], 0, ((0, 110), (460, 2100)), True),  # (even right after the window's start)
         # ... unless a sound is in it: the window ends there (the sound is judged next)
-        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [(11.5, 12.0)], 0, ((0, 1100),), True),
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [(11.0, 12.0)], 0, ((0, 1100),), True),
+        # ... a sound under 1 s, away from the speech after it, is a breath or a click: still a silence
+        (((0.0, 10.0), (13.0, 20.0), (20.6, 40.0)), [(11.0, 11.5)], 0, ((0, 1060), (1260, 3200)), True),
         # ... nor one that leads to a blip of speech in a sound (a whisper the detector hardly hears): the window ends
         (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 17.0)], 0, ((0, 1060),), True),
         # ... and the window after it: the blip and the sound it lies in, alone (whisper skipped a whisper in 30 s)
         (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 17.0)], 1280, ((1280, 1730),), True),
         (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 15.0)], 1280, ((1280, 1530),), True),
         # ... a sound too close to the next speech for a window of its own (under 3 s of pause): an ordinary pause
-        (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 11.5)], 0, ((0, 2030),), True),
+        (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 12.0)], 0, ((0, 2030),), True),
         # ... or too little room is left for more speech; or the speech after it has no pause before 30 s
         (((0.0, 28.0), (31.0, 40.0)), [], 0, ((0, 2900),), True),
         (((0.0, 10.0), (13.0, 40.0)), [], 0, ((0, 1060),), True),
