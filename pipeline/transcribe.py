@@ -453,8 +453,8 @@ LONG_WORD = 1.5  # seconds: no spoken word is longer (a timed word covers at mos
 COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
 UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
 SOUND_TAIL = 0.3  # seconds kept after such a sound
-SOUND_ALONE = 1.0  # seconds: a shorter sound, away from speech, is not decoded (on the seeded compositions, the 8
-#   windows of such sounds, 1.5 s or shorter, gave no text; the whispers whisper wrote were sounds of 1.9 s or more)
+SOUND_ALONE = 1.0  # seconds: a shorter sound, away from speech, is not decoded (on the six seeded compositions, the
+#   10 windows of such sounds, 0.7-1.25 s, gave no text; the whispers whisper wrote were sounds of 1.9 s or more)
 # where the detector heard no speech, whisper's text is kept only when whisper is sure of it. Measured on sounds the
 # detector missed (Whisper base, seeded compositions): whispers, falsetto and speech with a cold decode at avg_logprob
 # -0.19 to -0.52 (no_speech_prob 0.15 to 0.93!), synthetic music at -0.74 to -0.76, "Thank you." over a breath at
