@@ -326,8 +326,10 @@ class _Stream:
         options, tokenizer = self.options, self.tokenizer
         segment_size = window.frames
         audio = np.concatenate([self.audio[a * HOP_LENGTH : b * HOP_LENGTH] for a, b in window.pieces])
-        # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there
-        if segment_size <= 0 or _is_quiet(audio):
+        # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there. A
+        # window of a sound is planned where the level stands out from its surroundings (SpeechMap.sounds): it may
+        # be quieter (a whisper at -73 dBFS, after digital silence, reads "This is all very whisper.")
+        if segment_size <= 0 or (window.heard and _is_quiet(audio)):
             return None, [], segment_size
         if window.heard and self.speech is not None:
             audio = _leveled(audio, window, _gains(self.speech, window.start / FRAMES_PER_SECOND,

@@ -195,7 +195,8 @@ def speech_map(audio: np.ndarray, options: VadOptions = VadOptions()) -> SpeechM
     # The state carried over a long recording drifts: after music, silero heard none of a 26-s utterance with a
     # cold that it hears 70 % of alone (after each of 20 tries of speech and music). From a fresh state every 16.4 s
     # it hears 40-72 % of it. A frame is as likely speech as the surer of the two passes says; the second pass costs
-    # 2.7 s per hour of audio (2 cores), well under 1 % of decoding it.
+    # 2.7 s per hour of audio on an AVX-512 Xeon, 6 s on an AVX2-only EPYC (2 cores; 0.55-0.8 s for 443 s), under
+    # 1 % of decoding it. (The two passes on two threads took as long: the compiled model runs one request at a time.)
     probs = np.maximum(speech_probabilities(audio), speech_probabilities(audio, fresh=True))
     found = get_speech_timestamps_from_probs(
         probs.tolist(),

@@ -11,7 +11,7 @@ from conftest import DATA, wer
 from whisper.decoding import DecodingResult
 from whisper.tokenizer import get_tokenizer
 
-from benchmarks.composition import compose, load_clips, music, onset_errors, onset_summary
+from benchmarks.composition import Clip, compose, load_clips, music, onset_errors, onset_summary, utterance_report
 from pipeline.check import check, parse_srt
 from pipeline.jobs import subtitle_audio
 from pipeline.media import SAMPLE_RATE
@@ -197,6 +197,23 @@ def test_no_cues_in_music(ov_model, audio, manifest):
     assert [c for c in result.cues if c.start < end - 0.3 and c.end > start + 0.3] == []
     reference = manifest[CLIPS[0]]["reference_text"] + " " + manifest[CLIPS[1]]["reference_text"]
     assert wer(reference, " ".join(c.text.replace("\n", " ") for c in result.cues)) <= 0.08
+
+
+@pytest.mark.slow
+def test_a_whisper_under_the_quiet_floor_is_read(ov_model):
+    """A whisper 22 dB quieter than recorded (-74 dBFS RMS) in digital silence, 2 s before a loud sentence: the
+    detector hears none of it, and the window of its sound is under the level (QUIET_DBFS) below which a window of
+    speech is not decoded. Decoded, whisper reads it as it does at its recorded level."""
+    whisper, loud = load_clips(DATA, ["en_mfa_whisper", "en_ljs_LJ001-0001"])
+    quiet = Clip(whisper.id, whisper.audio * np.float32(10 ** (-22 / 20)), whisper.reference)
+    comp = compose([quiet, loud], [2.0, 1.0])
+    cues = subtitle_audio(comp.audio, ov_model, TranscribeOptions(language="en")).cues
+    alone = compose([whisper], 1.0)
+    (recorded,) = utterance_report(alone, subtitle_audio(alone.audio, ov_model, TranscribeOptions(language="en")).cues)
+    whispered, read = utterance_report(comp, cues)
+    assert recorded.recall > 0.5
+    assert whispered.recall >= recorded.recall
+    assert read.recall >= 0.9
 
 
 @pytest.mark.parametrize(
