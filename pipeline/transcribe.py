@@ -123,7 +123,7 @@ def transcribe(
         raise SubtitleError("This model is English-only: choose a multilingual model or language 'en'")
     content_frames = audio.size // HOP_LENGTH
     duration = len(audio) / SAMPLE_RATE
-    speech = speech_map(audio, VadOptions(threshold=options.vad_threshold)) if options.vad else None
+    speech = speech_map(audio, VadOptions(threshold=options.vad_threshold), model.threads) if options.vad else None
 
     probs: dict[str, float] = {}
     if language is None:

@@ -149,13 +149,15 @@ class SpeechMap:
         return [s for s, _ in self.regions]
 
 
-@functools.lru_cache(maxsize=1)
-def _compiled():
+@functools.cache
+def _compiled(threads: int):
+    """The detector compiled for `threads` CPU threads (0: OpenVINO chooses). On a 2-core AVX2 EPYC, its two passes
+    over 443 s took 0.8 s on 2 threads against 1.0-1.4 s on 1, to the same probabilities."""
     import openvino as ov
 
     core = ov.Core()
     model_path = Path(_silero()[2]) / "data" / "silero_vad_16k_sequence.onnx"
-    return core.compile_model(core.read_model(model_path), "CPU", {"INFERENCE_NUM_THREADS": 1})
+    return core.compile_model(core.read_model(model_path), "CPU", {"INFERENCE_NUM_THREADS": threads})
 
 
 @functools.lru_cache(maxsize=1)
@@ -174,10 +176,10 @@ def _silero():
     return frame_blocks, get_speech_timestamps_from_probs, Path(silero_vad.__file__).parent
 
 
-def speech_probabilities(audio: np.ndarray, fresh: bool = False) -> np.ndarray:
+def speech_probabilities(audio: np.ndarray, fresh: bool = False, threads: int = 0) -> np.ndarray:
     """Per-frame (32 ms) speech probability of 16 kHz mono float32 audio: the LSTM state carried through the whole
-    recording (silero's way), or `fresh` from each block of MAX_FRAMES (16.4 s)."""
-    request = _compiled().create_infer_request()  # one request per call: safe from several threads
+    recording (silero's way), or `fresh` from each block of MAX_FRAMES (16.4 s). `threads`: as the model's."""
+    request = _compiled(threads).create_infer_request()  # one request per call: safe from several threads
     zeros = np.zeros(STATE_SHAPE, np.float32)
     h, c = zeros, zeros
     probs = []
@@ -189,15 +191,16 @@ def speech_probabilities(audio: np.ndarray, fresh: bool = False) -> np.ndarray:
     return np.concatenate(probs) if probs else np.zeros(0, np.float32)
 
 
-def speech_map(audio: np.ndarray, options: VadOptions = VadOptions()) -> SpeechMap:
-    """Speech regions of 16 kHz mono float32 audio."""
+def speech_map(audio: np.ndarray, options: VadOptions = VadOptions(), threads: int = 0) -> SpeechMap:
+    """Speech regions of 16 kHz mono float32 audio. `threads`: CPU threads (0: OpenVINO chooses)."""
     _, get_speech_timestamps_from_probs, _ = _silero()
     # The state carried over a long recording drifts: after music, silero heard none of a 26-s utterance with a
     # cold that it hears 70 % of alone (after each of 20 tries of speech and music). From a fresh state every 16.4 s
     # it hears 40-72 % of it. A frame is as likely speech as the surer of the two passes says; the second pass costs
-    # 2.7 s per hour of audio on an AVX-512 Xeon, 6 s on an AVX2-only EPYC (2 cores; 0.55-0.8 s for 443 s), under
-    # 1 % of decoding it. (The two passes on two threads took as long: the compiled model runs one request at a time.)
-    probs = np.maximum(speech_probabilities(audio), speech_probabilities(audio, fresh=True))
+    # 2.7 s per hour of audio on an AVX-512 Xeon, 6 s on an AVX2-only EPYC (2 cores, 1 thread; 0.55-0.8 s for 443 s),
+    # under 1 % of decoding it. (The two passes side by side, in two Python threads, took as long as one after the
+    # other; one pass on two OpenVINO threads is faster: _compiled.)
+    probs = np.maximum(speech_probabilities(audio, threads=threads), speech_probabilities(audio, True, threads))
     found = get_speech_timestamps_from_probs(
         probs.tolist(),
         sampling_rate=SAMPLE_RATE,

@@ -102,6 +102,13 @@ def test_speech_map_finds_each_clip(composition):
     assert found.speech_in(0, found.duration) < sum(c.audio.size for c in composition.clips) / SAMPLE_RATE
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_speech_map_is_the_same_on_any_thread_count(threads, audio):
+    samples = np.concatenate([audio("en_ljs_LJ001-0001"), music(np.random.default_rng(0)), audio("en_mfa_whisper")])
+    assert speech_map(samples, threads=threads) == speech_map(samples, threads=0)
+    assert speech_map(samples, threads=threads).regions  # (not the same nothing)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_speech_map_hears_speech_after_music(seed, audio):
     """Speech the detector hears only weakly (a voice with a cold), after speech and music: silero's state, carried
