@@ -315,11 +315,7 @@ class _Stream:
             sub_start = max(a - LEAD_IN, start)
             sub = window.within(_frame(sub_start), _frame(b))
             _, found, _ = yield from self._window(sub, prompt)
-            # (whisper, given under a second of speech on its own, made up "That's all for now." and "so" over
-            # "psalters" at log-probability -0.92 and -0.78; the sentences it had skipped read at -0.22 to -0.46)
-            found = [
-                seg for seg in found if seg["result"].avg_logprob > SURE_LOGPROB and _new_speech(seg, current + again)
-            ]
+            found = [seg for seg in found if _new_speech(seg, current + again)]
             again += found
             todo[:0] = _skipped(self.speech, sub_start, found, b)
         return again
@@ -764,10 +760,15 @@ def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> 
 
 
 def _new_speech(seg: dict, segments: list[dict]) -> bool:
-    """Whether a segment decoded again on its own is speech that `segments` lack: not one of whisper's filler lines
-    (alone, whisper writes "Thank you." over a breath or a hum that it left out in context; on the development
-    seeds, dropping them kept every word and saved the decodes that would have followed them), nor the words
-    beside it said again (_merge_repeat, which retimes those words)."""
+    """Whether a segment decoded again on its own is speech that `segments` lack: whisper is sure of its words
+    (avg log-probability over SURE_LOGPROB; given under a second of speech on its own, it made up "That's all for
+    now." and "so" over "psalters" at -0.92 and -0.78, and the sentences it had skipped read at -0.22 to -0.46; its
+    no-speech probability, 0.59-0.97 for all of them, tells them apart no better: not _sure), not one of whisper's
+    filler lines (alone, whisper writes "Thank you." over a breath or a hum that it left out in context; on the
+    development seeds, dropping them kept every word and saved the decodes that would have followed them), nor the
+    words beside it said again (_merge_repeat, which retimes those words)."""
+    if seg["result"].avg_logprob <= SURE_LOGPROB:
+        return False
     return not FILLERS.match(normalized(seg["text"])) and not _merge_repeat(seg, segments)
 
 

@@ -486,10 +486,10 @@ def test_off_the_seams(words, expected):
     assert (seg["start"], seg["end"]) == pytest.approx((expected[0][0], max(words[-1][1], expected[-1][1])))
 
 
-def _seg(*words: tuple[str, float, float]) -> dict:
+def _seg(*words: tuple[str, float, float], logprob: float = -0.3) -> dict:
     ws = [{"word": w, "start": a, "end": b} for w, a, b in words]
     return {"start": ws[0]["start"], "end": ws[-1]["end"], "text": "".join(w for w, _, _ in words).strip(),
-            "tokens": [1, 2], "words": ws}  # fmt: skip
+            "tokens": [1, 2], "words": ws, "result": _result(logprob=logprob)}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -593,6 +593,11 @@ def test_merge_repeat(found, repeated, expected):
         (_seg((" 1455", 16.0, 17.0)), False),  # the words after it said again
         (_seg((" printed", 16.0, 17.0)), True),  # speech whisper skipped
         (_seg((" Thank", 16.0, 16.3), (" you", 16.3, 16.6), (" all.", 16.6, 17.0)), True),  # not just the filler
+        # whisper unsure of it: made up over 0.74 s of "psalters" (the speed benchmark's pauses recording)
+        (_seg((" That's", 16.0, 16.2), (" all", 16.2, 16.4), (" for now.", 16.4, 16.7), logprob=-0.92), False),
+        (_seg((" so", 16.0, 16.4), logprob=-0.78), False),
+        (_seg((" printed", 16.0, 17.0), logprob=-0.6), False),
+        (_seg((" printed", 16.0, 17.0), logprob=-0.46), True),  # (the least sure of the real finds)
     ],
 )
 def test_new_speech(found, new):
