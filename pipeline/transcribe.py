@@ -703,8 +703,22 @@ def _blip_end(speech: SpeechMap, a: float, b: float, limit: int) -> int:
     pause (a, b). Whisper, given 30 s that a whisper only starts, wrote the speech after the whisper and skipped the
     whisper, and the blip alone is too short to be decoded again (MISSED_SPEECH)."""
     sounds = speech.sounds(a, b - LEAD_IN)
-    end = sounds[0][1] + SOUND_TAIL if sounds else a + PAUSE_TAIL
+    end = _sounds_end(sounds, b if b < speech.duration else None) + SOUND_TAIL if sounds else a + PAUSE_TAIL
     return min(_frame(end), limit)
+
+
+def _sounds_end(sounds: list[tuple[float, float]], onset: float | None) -> float:
+    """Where the first of `sounds` ends, or the last of those after it that each start within UNHEARD seconds of
+    the one before (none of them running into the speech at `onset`): after a whisper the detector heard some of,
+    sounds that close together share its window, as speech does across pauses under UNHEARD (two whispered
+    sentences 0.8 s apart took two encoder passes). (A sound the detector heard none of keeps a window of its own:
+    the next sound could be another kind, speech after music.)"""
+    end = sounds[0][1]
+    for a, b in sounds[1:]:
+        if a - end >= UNHEARD or (onset is not None and onset - b < SOUND_BRIDGE):
+            break
+        end = b
+    return end
 
 
 def _no_speech_prob(model: OVWhisper, mel: torch.Tensor, options: DecodingOptions) -> float:

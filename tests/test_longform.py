@@ -223,6 +223,21 @@ def test_a_whisper_under_the_quiet_floor_is_read(ov_model):
     assert read.recall >= 0.9
 
 
+@pytest.mark.slow
+def test_two_whispers_close_together_share_a_window(ov_model):
+    """A sentence, two whispered ones 0.8 s apart (the detector hears a little of the first), a loud one: the
+    whispers are decoded as one window (one encoder pass, not two), and each of the four is read. (Each whisper in
+    a window of its own, whisper read the first as "This is all very whisper.", 80 %.)"""
+    clips = load_clips(DATA, ["en_librivox_sas01_0880", "en_mfa_whisper", "en_mfa_whisper2", "en_ljs_LJ001-0003"])
+    comp = compose(clips, [2.2, 0.8, 2.0, 1.0])
+    speech, frames = speech_map(comp.audio), comp.audio.size * 100 // SAMPLE_RATE
+    whispers = _plan_window(speech, _plan_window(speech, 0, frames).end, frames)
+    second_ends = comp.offsets[2] + clips[2].audio.size / SAMPLE_RATE
+    assert whispers.start / 100 <= comp.onsets[1] and whispers.end / 100 >= second_ends - 0.5, whispers
+    cues = subtitle_audio(comp.audio, ov_model, TranscribeOptions(language="en")).cues
+    assert all(u.recall >= 0.9 for u in utterance_report(comp, cues)), [c.text for c in cues]
+
+
 @pytest.mark.parametrize(
     ("piece", "expected"),
     [
@@ -277,6 +292,10 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         # ... and the window after it: the blip and the sound it lies in, alone (whisper skipped a whisper in 30 s)
         (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 17.0)], 1280, ((1280, 1730),), True),
         (((0.0, 10.0), (13.0, 13.3), (20.0, 30.0)), [(12.5, 15.0)], 1280, ((1280, 1530),), True),
+        # ... with the sounds after it, each within 2 s of the one before (two whispered sentences: one pass)
+        (((0.0, 10.0), (13.0, 13.3), (25.0, 30.0)), [(12.5, 15.0), (16.2, 19.0)], 1280, ((1280, 1930),), True),
+        (((0.0, 10.0), (13.0, 13.3), (25.0, 30.0)), [(12.5, 15.0), (17.5, 19.0)], 1280, ((1280, 1530),), True),
+        (((0.0, 10.0), (13.0, 13.3), (25.0, 30.0)), [(12.5, 15.0), (16.2, 24.5)], 1280, ((1280, 1530),), True),
         # ... a sound too close to the next speech for a window of its own (under 3 s of pause): an ordinary pause
         (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 12.0)], 0, ((0, 2030),), True),
         # ... or too little room is left for more speech; or the speech after it has no pause before 30 s
@@ -285,6 +304,7 @@ def _levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float =
         (((0.0, 45.0),), [], 0, ((0, 3000),), True),  # 45 s without a pause: 30 s, whisper's timestamps go on
         (((0.0, 45.0),), [], 2000, ((2000, 4600),), True),  # speech ends in this window: 1 s into the pause after it
         (((0.0, 10.0),), [(40.0, 45.0)], 1100, ((3980, 4530),), False),  # a sound after it: judged alone
+        (((0.0, 10.0),), [(40.0, 45.0), (46.5, 48.0)], 1100, ((3980, 4530),), False),  # (speech after music?)
         (((0.0, 10.0),), [(20.0, 70.0)], 1100, ((1980, 4980),), False),  # a long one: 30 s at a time
     ],
 )
