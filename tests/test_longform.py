@@ -11,7 +11,16 @@ from conftest import DATA, wer
 from whisper.decoding import DecodingResult
 from whisper.tokenizer import get_tokenizer
 
-from benchmarks.composition import Clip, compose, load_clips, music, onset_errors, onset_summary, utterance_report
+from benchmarks.composition import (
+    Clip,
+    _noise,
+    compose,
+    load_clips,
+    music,
+    onset_errors,
+    onset_summary,
+    utterance_report,
+)
 from pipeline.check import check, parse_srt
 from pipeline.jobs import subtitle_audio
 from pipeline.media import SAMPLE_RATE
@@ -236,6 +245,21 @@ def test_two_whispers_close_together_share_a_window(ov_model):
     assert whispers.start / 100 <= comp.onsets[1] and whispers.end / 100 >= second_ends - 0.5, whispers
     cues = subtitle_audio(comp.audio, ov_model, TranscribeOptions(language="en")).cues
     assert all(u.recall >= 0.9 for u in utterance_report(comp, cues)), [c.text for c in cues]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_music_after_a_whisper_gets_no_cue(seed, ov_model):
+    """Music (seed 0) or noise (seed 1) 0.8 s after a whisper the detector heard a little of shares its window
+    (_sounds_end): whisper still reads the whisper, and writes nothing over the music."""
+    said, whisper, after = load_clips(DATA, ["en_ls_61-70968-0000", "en_mfa_whisper", "en_ljs_LJ001-0003"])
+    rng = np.random.default_rng(seed)
+    filler = (music(rng) if seed == 0 else _noise(rng)).astype(np.float32)
+    comp = compose([said, whisper, Clip("filler", filler, ""), after], [2.2, 0.8, 1.0, 1.0])
+    cues = subtitle_audio(comp.audio, ov_model, TranscribeOptions(language="en")).cues
+    start, end = comp.offsets[2], comp.offsets[2] + filler.size / SAMPLE_RATE
+    assert [c.text for c in cues if c.start < end - 0.3 and c.end > start + 0.3] == []
+    assert "this is all very whisper" in " ".join(c.text for c in cues).lower()
 
 
 @pytest.mark.parametrize(
