@@ -1,7 +1,7 @@
 """The judge of speed: whole processes, as a user would type them, on the same weights and threads, in one run.
 
     python benchmarks/speed.py [--eval-dir ../shared/eval] [--seed 7] [--threads N] [--engines a,b,...]
-                               [--recordings continuous,pauses] [--no-first-cue]
+                               [--recordings continuous,pauses] [--no-first-cue] [--rounds N]
 
 Two recordings are built from the real English speech of ../shared/eval:
 - continuous: the read-speech clips (LibriVox, LibriSpeech, LJ Speech) joined with no gap, as an audiobook chapter;
@@ -17,6 +17,11 @@ WhisperPipeline too (int8 greedy and beam 5, its own venv: benchmarks/genai/setu
 greedy, WER (whisper's English normaliser) and peak RSS (the process's maximum resident set), and the first-cue
 table the time from the command to its first cue printed for a 10-s clip, cold (no compiled-model or DTW cache)
 and warm. The CPU's model and flags head every table; compare figures within one run only.
+
+With --rounds N each recording runs every engine N times, in alternating order (forward, then backward), and the
+table gives each engine's median wall time, the range, and the median of its per-round ratios to the reference
+engine: on a machine whose speed drifts by ±20 % from one run to the next, a ratio taken within a round, in both
+orders, is what can be compared (the detector's cost, defaults over --no-vad, is such a ratio).
 """
 
 from __future__ import annotations
@@ -139,6 +144,8 @@ def main() -> None:
     p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated, from: " + ", ".join(ENGINES))
     p.add_argument("--recordings", default="continuous,pauses")
     p.add_argument("--no-first-cue", action="store_true", help="skip the 10-s first-cue table")
+    p.add_argument("--rounds", type=int, default=1, help="run every engine this many times, in alternating order, "
+                   "and report medians and per-round ratios")  # fmt: skip
     p.add_argument("--genai", type=Path, help="also run OpenVINO GenAI's WhisperPipeline, set up in this folder by "
                    "benchmarks/genai/setup.sh (int8 weights, greedy and beam 5)")  # fmt: skip
     args = p.parse_args()
@@ -165,31 +172,39 @@ def main() -> None:
             duration = comp.audio.size / SAMPLE_RATE
             audio = work / f"{rec}.wav"
             write_wav(comp.audio, audio)
-            results: dict[str, Run] = {}
-            for name in engines:
-                out = work / f"{rec}-{len(results)}"
-                out.mkdir()
-                fill = {"audio": str(audio), "out": str(out), "threads": str(args.threads)}
-                command = [part.format(**fill) for part in ENGINES[name]]
-                try:
-                    wall, peak, _ = run(command, env)
-                    results[name] = Run(wall, peak, transcript(out))
-                except RuntimeError as e:
-                    results[name] = Run(0.0, 0.0, "", str(e))
-                print(f"{rec}: {name}: {results[name].wall:.1f} s {results[name].failed}", file=sys.stderr)
-            print(table(rec, comp, duration, results, machine, args.threads) + "\n", flush=True)
+            rounds: list[dict[str, Run]] = []
+            for number in range(args.rounds):
+                results: dict[str, Run] = {}
+                for name in engines if number % 2 == 0 else engines[::-1]:
+                    out = work / f"{rec}-{number}-{len(results)}"
+                    out.mkdir()
+                    fill = {"audio": str(audio), "out": str(out), "threads": str(args.threads)}
+                    command = [part.format(**fill) for part in ENGINES[name]]
+                    try:
+                        wall, peak, _ = run(command, env)
+                        results[name] = Run(wall, peak, transcript(out))
+                    except RuntimeError as e:
+                        results[name] = Run(0.0, 0.0, "", str(e))
+                    print(f"{rec}: {name}: {results[name].wall:.1f} s {results[name].failed}", file=sys.stderr)
+                rounds.append({name: results[name] for name in engines})
+            if args.rounds == 1:
+                print(table(rec, comp, duration, rounds[0], machine, args.threads) + "\n", flush=True)
+            else:
+                print(rounds_table(rec, comp, duration, rounds, machine, args.threads) + "\n", flush=True)
         if not args.no_first_cue:
             print(first_cue_table(args, work, comps, env, machine))
 
 
+WHAT = {
+    "continuous": "read speech joined with no gaps",
+    "pauses": "utterances with 0.2-3 s pauses and one 30-60 s silence",
+}
+
+
 def table(rec: str, comp: Composition, duration: float, results: dict[str, Run], machine: str, threads: int) -> str:
     baseline = results.get(BASELINE)
-    what = {
-        "continuous": "read speech joined with no gaps",
-        "pauses": "utterances with 0.2-3 s pauses and one 30-60 s silence",
-    }[rec]
     lines = [
-        f"**{rec}**: {duration:.0f} s, {len(comp.clips)} clips, {what}. CPU: {machine}; {threads} threads.",
+        f"**{rec}**: {duration:.0f} s, {len(comp.clips)} clips, {WHAT[rec]}. CPU: {machine}; {threads} threads.",
         "",
         f"| engine | wall time (s) | x realtime | / {BASELINE} | WER | peak RSS (MiB) |",
         "|---|---|---|---|---|---|",
@@ -202,6 +217,50 @@ def table(rec: str, comp: Composition, duration: float, results: dict[str, Run],
         lines.append(
             f"| {name} | {r.wall:.1f} | {duration / r.wall:.1f} | {ratio} | "
             f"{100 * wer(comp.reference, r.text):.1f} % | {r.peak_mib:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def paired(rounds: list[dict[str, float]], reference: str) -> dict[str, tuple[float, float]]:
+    """Each engine's (median wall time, median ratio to `reference`) over rounds of wall times: the ratio is taken
+    within each round, so a machine that runs slower for a round slows both sides of it."""
+    return {
+        name: (float(np.median([r[name] for r in rounds])), float(np.median([r[name] / r[reference] for r in rounds])))
+        for name in rounds[0]
+    }
+
+
+def rounds_table(
+    rec: str, comp: Composition, duration: float, rounds: list[dict[str, Run]], machine: str, threads: int
+) -> str:
+    """Medians over rounds, against the reference: faster-whisper int8 greedy when it ran, else the first engine."""
+    engines = list(rounds[0])
+    reference = BASELINE if BASELINE in engines else engines[0]
+    lines = [
+        f"**{rec}**: {duration:.0f} s, {len(comp.clips)} clips, {WHAT[rec]}, {len(rounds)} rounds in alternating "
+        f"order. CPU: {machine}; {threads} threads.",
+        "",
+        f"| engine | median wall time (s) | range (s) | median / {reference} | ratios by round | WER | "
+        "peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    failed = {name: next((r[name].failed for r in rounds if r[name].failed), "") for name in engines}
+    for name in engines:
+        if failed[name]:
+            lines.append(f"| {name} | failed: {failed[name][:80]} | | | | | |")
+    if failed[reference]:
+        return "\n".join(lines)
+    ok = [name for name in engines if not failed[name]]
+    medians = paired([{name: r[name].wall for name in ok} for r in rounds], reference)
+    for name in ok:
+        runs = [r[name] for r in rounds]
+        walls = [r.wall for r in runs]
+        ratios = ", ".join(f"{r[name].wall / r[reference].wall:.2f}" for r in rounds)
+        wers = ", ".join(sorted({f"{100 * wer(comp.reference, r.text):.1f} %" for r in runs}))
+        wall, ratio = medians[name]
+        lines.append(
+            f"| {name} | {wall:.1f} | {min(walls):.1f}-{max(walls):.1f} | {ratio:.2f} | {ratios} | {wers} | "
+            f"{max(r.peak_mib for r in runs):.0f} |"
         )
     return "\n".join(lines)
 
