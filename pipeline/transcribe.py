@@ -444,9 +444,8 @@ SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
 PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
 REDECODES = 3  # decodes, at most, of speech that a decode of skipped speech skipped again
 MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
-SKIPPED_SPEECH = 1.0  # seconds of speech, at least, in a stretch inside decoded text worth decoding again, unless
-#   the stretch is all speech (SOLID): a shorter burst in a pause of its own is a breath, a hum or an "uh"
-SOLID = 0.9  # share of a stretch that is detected speech, for it to count as words whisper left out
+SKIPPED_SPEECH = 1.0  # seconds of speech, at least, in a stretch inside decoded text worth decoding again (see
+#   _uncovered)
 SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
 ONSET_EARLY_MAX = 0.5  # seconds: the first word of a region of speech starts up to this much sooner, at its start
 STRETCHED_WORD = 0.6  # seconds: a first word this long was drawn back over what came before it (_unstretch)
@@ -737,8 +736,16 @@ def _frame(seconds: float) -> int:
 
 def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> list[tuple[float, float]]:
     """Stretches of detected speech before the window's last decoded text that no decoded text covers (no word, where
-    words are timed), each with at least MISSED_SPEECH seconds of speech: whisper sometimes starts a window with its
-    second sentence, or skips a quiet sentence inside a segment that runs on with the louder one after it."""
+    words are timed), each with at least SKIPPED_SPEECH seconds of speech: whisper sometimes starts a window with its
+    second sentence, or skips a quiet sentence inside a segment that runs on with the louder one after it.
+
+    Each decode is a whole window's encoder pass, and a stretch with under SKIPPED_SPEECH seconds of speech is not
+    worth one. On six seeded compositions (at 8cf371d), 18 of 23 such stretches that were partly pause found nothing,
+    "Uh", "Um" or "Thank you."; the one that found words ("has never been") was all speech, so all-speech stretches
+    of MISSED_SPEECH seconds or more were decoded too. Since then whisper reads those words in their window: on the
+    speed benchmark's two recordings and the six seeds, the 8 all-speech stretches of 0.5-0.7 s (3 of them a word
+    whose timing slipped, "psalters") gave nothing, "so" or "That's all for now." (both unsure, dropped) and "Thank
+    you." (a filler): 8 encoder passes, no words."""
     # a timed word covers at most its last LONG_WORD seconds: where whisper skipped speech, its alignment stretches
     # the next word back across what was skipped
     covered = [(max(w["start"], w["end"] - LONG_WORD), w["end"]) for seg in segments for w in seg.get("words") or []]
@@ -749,15 +756,7 @@ def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> 
         if a > t:
             gaps.append((t, a + COVER_SLACK))
         t = max(t, b)
-    return [(a, b) for a, b in gaps if _worth_decoding(speech.speech_in(a, b), b - a)]
-
-
-def _worth_decoding(speech_seconds: float, length: float) -> bool:
-    """Whether a stretch that decoded text skipped, `length` seconds with `speech_seconds` of detected speech in it,
-    is decoded again. On six seeded compositions, 23 of 35 such stretches held under a second of speech; decoded
-    alone, 18 of those that were partly pause gave nothing, "Uh", "Um" or "Thank you.", and the one that found
-    words ("has never been") was all speech. Each decode is a whole window's encoder pass."""
-    return speech_seconds >= SKIPPED_SPEECH or (speech_seconds >= MISSED_SPEECH and speech_seconds >= SOLID * length)
+    return [(a, b) for a, b in gaps if speech.speech_in(a, b) >= SKIPPED_SPEECH]
 
 
 def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> list[tuple[float, float]]:

@@ -547,9 +547,9 @@ def _seg(*words: tuple[str, float, float], logprob: float = -0.3) -> dict:
         (((2.0, 3.0), (6.0, 8.0)), [_seg((" a", 2.0, 3.0), (" b", 6.0, 7.0), (" c", 7.0, 8.0))], []),  # no speech
         # a word stretched over 1.5 s covers only its last 1.5 s (the alignment stretched it across a skip)
         (((2.0, 8.0),), [_seg((" a", 2.0, 2.5), (" b", 2.5, 8.0))], [(2.5 + 0.3, 6.5)]),
-        # under a second of speech: decoded again only if the stretch is all speech (words left out), not a burst
-        # in a pause (a breath, an "uh")
-        (((2.0, 8.0),), [_seg((" a", 2.0, 3.0), (" b", 4.0, 5.0))], [(3.3, 4.0)]),
+        # under a second of speech: not decoded again, all speech (0.7 s here: 8 such decodes found no words) or a
+        # burst in a pause (a breath, an "uh")
+        (((2.0, 8.0),), [_seg((" a", 2.0, 3.0), (" b", 4.0, 5.0))], []),
         (((2.0, 3.0), (4.0, 4.6), (7.0, 8.0)), [_seg((" a", 2.0, 3.0), (" c", 7.0, 8.0))], []),
         (((2.0, 3.0), (4.0, 5.2), (7.0, 8.0)), [_seg((" a", 2.0, 3.0), (" c", 7.0, 8.0))], [(3.3, 7.0)]),
     ],
