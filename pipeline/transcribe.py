@@ -633,7 +633,7 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
                 if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
                     return _Window(tuple(pieces))
                 if not silent and b - a - PAUSE_TAIL >= UNHEARD:  # ... a window that starts with such a blip:
-                    return _Window(((start, _blip_end(speech, a, b, limit)),))  # the blip and its sound, alone
+                    return _Window(((start, _blip_end(speech, a, b, limit, total)),))  # the blip and its sound, alone
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
@@ -697,12 +697,13 @@ def _leveled(audio: np.ndarray, window: _Window, gains: list[tuple[float, float,
     return audio
 
 
-def _blip_end(speech: SpeechMap, a: float, b: float, limit: int) -> int:
+def _blip_end(speech: SpeechMap, a: float, b: float, limit: int, total: float) -> int:
     """Where a window that starts with a blip of detected speech ends: after the sound that runs on from it into the
-    pause (a, b). Whisper, given 30 s that a whisper only starts, wrote the speech after the whisper and skipped the
-    whisper, and the blip alone is too short to be decoded again (MISSED_SPEECH)."""
+    pause (a, b), which speech follows unless it runs to `total`, the end of what is decoded. Whisper, given 30 s
+    that a whisper only starts, wrote the speech after the whisper and skipped the whisper, and the blip alone is
+    too short to be decoded again (MISSED_SPEECH)."""
     sounds = speech.sounds(a, b - LEAD_IN)
-    end = _sounds_end(sounds, b if b < speech.duration else None) + SOUND_TAIL if sounds else a + PAUSE_TAIL
+    end = _sounds_end(sounds, b if b < total else None) + SOUND_TAIL if sounds else a + PAUSE_TAIL
     return min(_frame(end), limit)
 
 

@@ -338,6 +338,20 @@ def test_plan_window(regions, sounds, seek, pieces, heard):
 
 
 @pytest.mark.parametrize(
+    ("duration", "frames", "pieces"),
+    [
+        # a whisper (a blip of speech in sounds) that runs on to the end of what is decoded: its window takes it all
+        (100.0, 2000, ((1280, 1980),)),  # the end of a part (decoded side by side with others)
+        (20.005, 2000, ((1280, 1980),)),  # the end of a recording whose length is not whole 10-ms frames
+        (100.0, 10000, ((1280, 1980),)),  # (a silence follows: the same)
+    ],
+)
+def test_plan_window_of_a_whisper_at_the_end(duration, frames, pieces):
+    speech = SpeechMap(((0.0, 10.0), (13.0, 13.3)), duration, _levels([(12.5, 15.0), (16.2, 19.5)], duration))
+    assert _plan_window(speech, 1280, frames) == _Window(pieces)
+
+
+@pytest.mark.parametrize(
     ("regions", "sounds", "seek"),
     [
         (((0.0, 10.0),), [], 1100),  # no speech nor sound after the last speech: done
