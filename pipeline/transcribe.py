@@ -625,7 +625,8 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
         pauses = [(a, b) for a, b in every if a > start_t + 1.0]  # (where the window may end)
         resume, ends = None, None
         for a, b in (p for p in every if p[1] - p[0] >= UNHEARD):
-            silent = not _sounds(speech, a + GAP_KEPT[0], b - GAP_KEPT[1], b if b < total else None)
+            onset = b if b < total else None  # (the speech after the pause; none at the end of what is decoded)
+            silent = not _sounds(speech, a + GAP_KEPT[0], b - GAP_KEPT[1], onset)
             if b < total and silent and room - (_frame(a + GAP_KEPT[0]) - start) >= _frame(GAP_KEPT[1] + UNHEARD):
                 resume = _frame(b - GAP_KEPT[1])  # a silence: left out, and the window goes on after it
                 break
@@ -633,7 +634,7 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> _Windo
                 if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
                     return _Window(tuple(pieces))
                 if not silent and b - a - PAUSE_TAIL >= UNHEARD:  # ... a window that starts with such a blip:
-                    return _Window(((start, _blip_end(speech, a, b, limit, total)),))  # the blip and its sound, alone
+                    return _Window(((start, _blip_end(speech, a, b, limit, onset)),))  # the blip and its sound, alone
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
@@ -697,13 +698,13 @@ def _leveled(audio: np.ndarray, window: _Window, gains: list[tuple[float, float,
     return audio
 
 
-def _blip_end(speech: SpeechMap, a: float, b: float, limit: int, total: float) -> int:
+def _blip_end(speech: SpeechMap, a: float, b: float, limit: int, onset: float | None) -> int:
     """Where a window that starts with a blip of detected speech ends: after the sound that runs on from it into the
-    pause (a, b), which speech follows unless it runs to `total`, the end of what is decoded. Whisper, given 30 s
-    that a whisper only starts, wrote the speech after the whisper and skipped the whisper, and the blip alone is
-    too short to be decoded again (MISSED_SPEECH)."""
+    pause (a, b), before the speech at `onset` (None: the pause runs to the end of what is decoded). Whisper, given
+    30 s that a whisper only starts, wrote the speech after the whisper and skipped the whisper, and the blip alone
+    is too short to be decoded again (MISSED_SPEECH)."""
     sounds = speech.sounds(a, b - LEAD_IN)
-    end = _sounds_end(sounds, b if b < total else None) + SOUND_TAIL if sounds else a + PAUSE_TAIL
+    end = _sounds_end(sounds, onset) + SOUND_TAIL if sounds else a + PAUSE_TAIL
     return min(_frame(end), limit)
 
 
