@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,9 @@ from pipeline.cpu import usable_cores
 from pipeline.download import SITES
 from pipeline.errors import OptionError
 from pipeline.executors import Executor, add_arguments, executor
+from pipeline.files import sweep
 from pipeline.jobs import (
+    PREVIEW_SECONDS,
     CueDecoded,
     FileFailed,
     JobResult,
@@ -49,18 +51,20 @@ from pipeline.jobs import (
 )
 from pipeline.media import Limits, hms, probe
 from pipeline.model import ModelOptions, resolve_precision
-from pipeline.render import BurnOptions, Style, burn
+from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
-from pipeline.subtitles import format_timestamp
+from pipeline.subtitles import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, format_timestamp
 from pipeline.transcribe import LANGUAGES
 
 log = logging.getLogger("subtitle-generator")
 KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
 HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can close a cancelled job
+# The cue checker runs beside the queue on every edit: one address gets this many checks in CHECK_WINDOW seconds
+# (a person edits a cell a second at most; a script sending more only gets a message)
+CHECKS_PER_WINDOW, CHECK_WINDOW = 20, 10.0
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
 FORMAT_CHOICES = [("SRT", "srt"), ("WebVTT", "vtt"), ("Plain text", "txt"), ("JSON (with timings)", "json")]
 TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
-PREVIEW_SECONDS = 60.0
 BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]
 PRECISION_CHOICES = [
     (f"Auto ({resolve_precision('auto').name} on this CPU)", "auto"),
@@ -175,15 +179,12 @@ class SubtitleApp:
             # jobs working side by side share the cores: each burn-in encodes with its share
             threads=core_share(options.concurrency),
             slots=threading.BoundedSemaphore(options.concurrency),
+            kept_copies=1,  # Gradio's cache keeps a copy of every file a job hands the page, for up to 2 hours
         )
         self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
+        self._checks: dict[str, deque[float]] = {}  # when each client's last cue checks came, for CHECKS_PER_MINUTE
         self._lock = threading.Lock()
-        for stale in [*options.jobs_dir.glob("job-*"), *options.jobs_dir.glob("edits-*")]:  # a killed server's
-            try:
-                if time.time() - stale.stat().st_mtime > 3600:
-                    shutil.rmtree(stale, ignore_errors=True)
-            except OSError:
-                pass
+        sweep(options.jobs_dir)  # the job folders of a server that was killed (their names carry its process id)
 
     def subtitle(self, client: str = "", **form) -> Iterator[tuple]:
         """One job from the page's form (FORM's names; what is not given is its default), for `client` (its
@@ -224,7 +225,7 @@ class SubtitleApp:
         transcribed. The table's edits are what the files, the preview and the burned video show."""
         rows = _rows(table)
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        edited = Path(tempfile.mkdtemp(prefix="edits-", dir=self.options.jobs_dir)) / "edited.srt"
+        edited = Path(tempfile.mkdtemp(prefix=f"edits-{os.getpid()}-", dir=self.options.jobs_dir)) / "edited.srt"
         try:
             try:
                 if not rows:
@@ -236,6 +237,20 @@ class SubtitleApp:
             yield from self.subtitle(client, **{**form, "subtitles": str(edited)})
         finally:
             shutil.rmtree(edited.parent, ignore_errors=True)
+
+    def check_cues(self, table, client: str = "") -> str:
+        """cue_problems for the page, at most CHECKS_PER_WINDOW times in CHECK_WINDOW seconds for one client."""
+        now = time.monotonic()
+        with self._lock:
+            recent = self._checks.setdefault(client, deque())
+            while recent and now - recent[0] > CHECK_WINDOW:
+                recent.popleft()
+            if len(recent) >= CHECKS_PER_WINDOW:
+                return "**Too many checks from your address: wait a few seconds, then edit again**"
+            recent.append(now)
+            for other in [c for c, times in self._checks.items() if now - times[-1] > CHECK_WINDOW]:
+                del self._checks[other]  # (the map holds only the clients of the last CHECK_WINDOW)
+        return cue_problems(table)
 
     def describe(self, files: list[str] | None, seen: list[str] | None = None) -> tuple[list[str], str, list[str]]:
         """On upload: the files of this upload replace the ones before (the file box would add them to the list),
@@ -253,7 +268,7 @@ class SubtitleApp:
         """The job's events as page updates: the status line (stage, %, elapsed, time left) at least every second,
         the cues in bursts (each update resends the whole table), the results at the end."""
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.options.jobs_dir))
+        job_dir = Path(tempfile.mkdtemp(prefix=f"job-{os.getpid()}-", dir=self.options.jobs_dir))
         several = len(spec.inputs) > 1
         sources: dict[int, Source] = {}
         rows: list[list[str]] = []
@@ -320,11 +335,15 @@ class SubtitleApp:
         first = result.files[0]
         languages = [LANGUAGES.get(f.result.info.language, "").title() for f in result.files]  # ("und": given cues)
         about = _about([f.source for f in result.files], languages)
+        # Only files our ffmpeg wrote reach the player: never an upload or a download, which Gradio would hand to the
+        # system's ffmpeg when it judges them unplayable (with no whitelist, no timeout, outside the job's slot)
         if first.burned is not None:  # the burned-in video is the preview (a track on top would draw the text twice)
             preview = gr.Video(value=str(first.burned), subtitles=None)
-        else:
+        elif first.preview is not None:
             vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
-            preview = gr.Video(value=str(_playable(first.source, job_dir / "preview")), subtitles=str(vtt))
+            preview = gr.Video(value=str(first.preview), subtitles=str(vtt))
+        else:
+            preview = None
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."
         if result.failed:
@@ -341,21 +360,6 @@ class SubtitleApp:
             [zip_outputs(subtitles, job_dir), *(p for p in outputs if p not in subtitles)] if several_files else outputs
         )
         return about, status, _table(rows, several), preview, [str(p) for p in downloads]
-
-
-PLAYABLE = {(".mp4", "h264"), (".mp4", "av1"), (".webm", "vp8"), (".webm", "vp9"), (".webm", "av1")}
-
-
-def _playable(source: Source, folder: Path) -> Path:
-    """The source itself when a browser plays it (and Gradio then leaves it alone), else its first PREVIEW_SECONDS
-    as H.264 made by our ffmpeg with its timeout (Gradio would convert the whole file with the system's ffmpeg,
-    unbounded)."""
-    info = source.info
-    if not info.has_video or (source.media.suffix.lower(), info.video_codec) in PLAYABLE:
-        return source.media
-    return burn(
-        source.media, [], folder / "preview.mp4", options=BurnOptions(preview_seconds=PREVIEW_SECONDS), media=info
-    )
 
 
 def form_to_spec(**form) -> JobSpec:
@@ -400,6 +404,7 @@ def form_to_spec(**form) -> JobSpec:
         ),
         soft=bool(f["soft"]),
         subtitles=Path(f["subtitles"]) if f["subtitles"] else None,
+        preview=True,  # the page plays the video with its subtitles
     )
 
 
@@ -409,20 +414,26 @@ def status_line(line: str, elapsed: float) -> str:
 
 
 def cues_to_srt(rows: list[list[str]]) -> str:
-    """The cue table (Start, End, Text; " / " between lines) as SRT text; a time that is not one is a message."""
+    """The cue table (Start, End, Text; " / " between lines) as SRT text; a time that is not one is a message. The
+    table is bounded as an uploaded file is (MAX_CUES cues of MAX_CUE_CHARS), before any of it is parsed."""
+    if len(rows) > MAX_CUES:
+        raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
     blocks = []
     for n, row in enumerate(rows, start=1):
         start, end, text = (str(v).strip() for v in row[-3:])
+        if len(text) > MAX_CUE_CHARS:
+            raise SubtitleError(f"Cue {n} has more than {MAX_CUE_CHARS} characters of text: shorten it")
         for name, value in (("start", start), ("end", end)):
-            if not re.fullmatch(r"(\d+:)?\d{1,2}:\d{2}([.,]\d{1,3})?", value):
-                raise SubtitleError(f"Cue {n}: the {name} {value!r} is not a time like 00:01:02.500")
+            if not re.fullmatch(rf"(\d{{1,{MAX_HOUR_DIGITS}}}:)?\d{{1,2}}:\d{{2}}([.,]\d{{1,3}})?", value[:40]):
+                raise SubtitleError(f"Cue {n}: the {name} {value[:40]!r} is not a time like 00:01:02.500")
         stamp = [v.replace(".", ",") if "." in v or "," in v else v + ",000" for v in (start, end)]
         blocks.append(f"{n}\n{stamp[0]} --> {stamp[1]}\n" + "\n".join(line.strip() for line in text.split(" / ")))
     return "\n\n".join(blocks) + "\n"
 
 
 def cue_problems(table) -> str:
-    """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does."""
+    """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does. The
+    work is linear in the table, which cues_to_srt bounds."""
     rows = _rows(table)
     if not rows:
         return ""
@@ -540,8 +551,13 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             endpoint(app.apply_edits, ("table",)), [cues, *form], results, api_name="apply_edits",
             show_progress="hidden",
         )  # fmt: skip
-        # the rules, checked as the person edits (a quick pure function: not queued behind jobs)
-        cues.input(cue_problems, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last")
+
+        # the rules, checked as the person edits (quick and bounded: not queued behind jobs, rate-limited per client)
+        def check_cues(table, request: gr.Request):
+            return app.check_cues(table, request.client.host if request is not None and request.client else "")
+
+        check_cues.__annotations__ = {"request": gr.Request}  # (Gradio passes the request by this annotation)
+        cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last")
         cancel.click(None, None, None, cancels=[job, edits])  # the job stops at its next event and removes its folder
     return demo
 

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.errors import SubtitleError
 from pipeline.segment import Cue, CueRules, is_cjk
-from pipeline.subtitles import cue_blocks, format_timestamp
+from pipeline.subtitles import cue_blocks, format_timestamp, read_subtitles
 
 SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
 RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
@@ -97,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     any_broken = False
     for path in args.files:
         try:
-            cues = parse_srt(path.read_text(encoding="utf-8-sig", errors="replace"))
-        except OSError as e:
-            print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+            cues = parse_srt(read_subtitles(path))
+        except SubtitleError as e:
+            print(f"error: {e}", file=sys.stderr)
             return 2
         problems = check(cues, rules)
         for problem in problems:

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pipeline.egress import EgressProxy, is_public_address
 from pipeline.errors import SubtitleError
+from pipeline.files import work_folder
 from pipeline.media import Limits, check_limits, ffmpeg_exe, human_size
 
 # The extractors a server allows by default (yt-dlp's names, as regular expressions): the big video sites and
@@ -134,10 +136,11 @@ def download(
     if extractors is not None:
         options["allowed_extractors"] = list(extractors)
     egress = None if allow_private else EgressProxy(public, deadline)  # every hop's address is checked
-    if egress is not None:
-        options["proxy"] = egress.url
     try:
-        with egress or contextlib.nullcontext(), yt_dlp.YoutubeDL(options) as ydl:
+        with (
+            _through(egress, dest_dir) if egress else contextlib.nullcontext({}) as routed,
+            yt_dlp.YoutubeDL({**options, **routed}) as ydl,
+        ):
             progress(None, "Looking up the link")
             info = ydl.extract_info(url, download=False)
             if info.get("_type") in ("playlist", "multi_video"):
@@ -166,6 +169,26 @@ def download(
     if not files:
         raise SubtitleError("The link gave no media file: paste a video page or a direct link to a media file")
     return Download(files[0], str(info.get("title") or urlsplit(url).path.rsplit("/", 1)[-1] or url), duration, url)
+
+
+@contextlib.contextmanager
+def _through(egress: EgressProxy, folder: Path) -> Iterator[dict]:
+    """yt-dlp's options that send every connection of the download through `egress`, also those of the ffmpeg it
+    starts for some streams (HLS with SAMPLE-AES, ...). yt-dlp gives that ffmpeg the proxy only as `http_proxy` in a
+    copy of our environment, where `no_proxy` would send the hosts it names around the proxy (ffmpeg honours it): so
+    yt-dlp runs a wrapper named `ffmpeg` (a name yt-dlp recognises as ffmpeg) that sets the proxy itself, drops
+    no_proxy and starts the real one. (deno, which yt-dlp starts for YouTube, runs without --allow-net: no network.)"""
+    with egress, work_folder("egress-ffmpeg", folder) as bin_dir:
+        proxy = shlex.quote(egress.url)
+        wrapper = bin_dir / "ffmpeg"
+        wrapper.write_text(
+            "#!/bin/sh\nunset no_proxy NO_PROXY\n"
+            f"export http_proxy={proxy} https_proxy={proxy} HTTP_PROXY={proxy} HTTPS_PROXY={proxy}\n"
+            f'exec {shlex.quote(ffmpeg_exe())} "$@"\n',
+            encoding="utf-8",
+        )
+        wrapper.chmod(0o700)
+        yield {"proxy": egress.url, "ffmpeg_location": str(wrapper)}
 
 
 def check_url(url: str, allow_private: bool = False, public: Callable[[str], bool] = is_public_address) -> None:

@@ -2,10 +2,11 @@
 which resolves the host itself, refuses private addresses, and connects to the very address it checked.
 
 yt-dlp is given the proxy for every request it makes (the page, redirects, embedded players, HLS fragments, and
-ffmpeg when yt-dlp hands it a stream), so the check covers each hop, not only the link a person pasted, and DNS
-rebinding gets nowhere: the name is resolved once, by the proxy, for the connection it makes. A refused hop gets a
-403 from the proxy without any byte sent to the private host, so its answers (a 404, a closed port) cannot be read
-back through the page. The proxy also ends every connection at the download's deadline.
+ffmpeg when yt-dlp hands it a stream, through a wrapper that ignores no_proxy: see pipeline.download), so the check
+covers each hop, not only the link a person pasted, and DNS rebinding gets nowhere: the name is resolved once, by the
+proxy, for the connection it makes. A refused hop gets a 403 from the proxy without any byte sent to the private host,
+so its answers (a 404, a closed port) cannot be read back through the page. The proxy also ends every connection at
+the download's deadline.
 """
 
 from __future__ import annotations
@@ -23,30 +24,94 @@ _CHUNK = 64 * 1024
 _HEAD_LIMIT = 64 * 1024  # bytes of request line and headers a client may send
 
 
+# Special-purpose blocks, from the IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890;
+# https://www.iana.org/assignments/iana-ipv4-special-registry, .../iana-ipv6-special-registry, as of 2025), plus the
+# multicast blocks and fec0::/10 (deprecated site-local, RFC 3879) from the address space registries. An address in
+# any of them is not public, whatever the registry's "Globally Reachable" column says: a server has no business with
+# anycast services (PCP, TURN, AS112: answered by whoever is nearest, such as the local NAT router), relays or
+# documentation blocks. Blocks that carry an IPv4 address (see _embedded_ipv4) are judged by that address instead.
+_SPECIAL = tuple(
+    ipaddress.ip_network(block)
+    for block in (
+        "0.0.0.0/8",  # "this network"
+        "10.0.0.0/8",  # private-use
+        "100.64.0.0/10",  # shared address space (carrier-grade NAT)
+        "127.0.0.0/8",  # loopback
+        "169.254.0.0/16",  # link-local (cloud metadata services)
+        "172.16.0.0/12",  # private-use
+        "192.0.0.0/24",  # IETF protocol assignments: PCP and TURN anycast, NAT64 discovery, dummy address, ...
+        "192.0.2.0/24",  # documentation (TEST-NET-1)
+        "192.31.196.0/24",  # AS112-v4
+        "192.52.193.0/24",  # AMT
+        "192.88.99.0/24",  # deprecated 6to4 relay anycast, 6a44 relay anycast
+        "192.168.0.0/16",  # private-use
+        "192.175.48.0/24",  # direct delegation AS112 service
+        "198.18.0.0/15",  # benchmarking
+        "198.51.100.0/24",  # documentation (TEST-NET-2)
+        "203.0.113.0/24",  # documentation (TEST-NET-3)
+        "224.0.0.0/4",  # multicast (IPv4 multicast address space registry)
+        "240.0.0.0/4",  # reserved, and 255.255.255.255 limited broadcast
+        "::/128",  # unspecified
+        "::1/128",  # loopback
+        "100::/64",  # discard-only
+        "100:0:0:1::/64",  # dummy prefix
+        "2001::/23",  # IETF protocol assignments: benchmarking, ORCHID, PCP/TURN anycast, AMT, AS112, DETs, ...
+        "2001:db8::/32",  # documentation
+        "2620:4f:8000::/48",  # direct delegation AS112 service
+        "3fff::/20",  # documentation
+        "5f00::/16",  # segment routing (SRv6) SIDs
+        "fc00::/7",  # unique-local
+        "fe80::/10",  # link-local
+        "fec0::/10",  # site-local (deprecated, still routed inside some sites)
+        "ff00::/8",  # multicast (IPv6 multicast address space registry)
+    )
+)
+# The IANA IPv6 Address Space registry allocates only 2000::/3 for global unicast; the rest is reserved by the IETF.
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # well-known prefix: IPv4 in the last 32 bits
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # local-use: the network picks a prefix inside it (RFC 8215)
+
+
 def is_public_address(address: str) -> bool:
-    """Globally routable unicast, also when an IPv4 address hides inside IPv6 (mapped ::ffff:a.b.c.d, compatible
-    ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo)."""
+    """Globally routable unicast outside every special-purpose block. When an IPv4 address hides inside IPv6 (mapped
+    ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d, compatible ::a.b.c.d, NAT64, 6to4 2002::/16, Teredo), that address
+    decides. A zone id (fe80::1%eth0) is allowed; what is not an address raises ValueError."""
     ip = ipaddress.ip_address(address.split("%")[0])
     if isinstance(ip, ipaddress.IPv6Address):
         inner = _embedded_ipv4(ip)
-        if inner is not None:
-            return is_public_address(str(inner))
-    return ip.is_global and not ip.is_multicast
+        if inner:
+            return all(is_public_address(str(v4)) for v4 in inner)
+        if ip not in _GLOBAL_UNICAST:
+            return False
+    return ip.is_global and not any(ip in block for block in _SPECIAL)
 
 
-def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    if ip.ipv4_mapped:
-        return ip.ipv4_mapped
-    if ip.sixtofour:
-        return ip.sixtofour
-    if ip.teredo:
-        return ip.teredo[1]
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses `ip` may lead to (none: it embeds none). More than one for the local-use NAT64 prefix,
+    whose layout (RFC 6052: the prefix is 48, 56, 64 or 96 bits long within the /48) only the network knows."""
     packed = int(ip)
-    if ip in ipaddress.IPv6Network("64:ff9b::/96") or ip in ipaddress.IPv6Network("64:ff9b:1::/48"):
-        return ipaddress.IPv4Address(packed & 0xFFFFFFFF)
+    if ip.ipv4_mapped:
+        return (ip.ipv4_mapped,)
+    if packed >> 32 == 0xFFFF_0000:  # IPv4-translated ::ffff:0:a.b.c.d (SIIT, RFC 2765)
+        return (ipaddress.IPv4Address(packed & 0xFFFFFFFF),)
+    if ip.sixtofour:
+        return (ip.sixtofour,)
+    if ip.teredo:
+        return (ip.teredo[1],)  # the client, where the relay sends the packets
+    if ip in _NAT64:
+        return (ipaddress.IPv4Address(packed & 0xFFFFFFFF),)
+    if ip in _NAT64_LOCAL:
+        return tuple(_rfc6052(packed, length) for length in (48, 56, 64, 96))
     if packed >> 32 == 0 and packed > 1:  # IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks)
-        return ipaddress.IPv4Address(packed & 0xFFFFFFFF)
-    return None
+        return (ipaddress.IPv4Address(packed & 0xFFFFFFFF),)
+    return ()
+
+
+def _rfc6052(packed: int, length: int) -> ipaddress.IPv4Address:
+    """The IPv4 address in an IPv4-embedded IPv6 address whose prefix is `length` bits: its 32 bits follow the
+    prefix, skipping bits 64-71 (the "u" octet, always zero)."""
+    bits = [(packed >> (127 - i)) & 1 for i in range(length, 128) if not 64 <= i < 72][:32]
+    return ipaddress.IPv4Address(int("".join(map(str, bits)), 2))
 
 
 class Refused(Exception):

@@ -51,7 +51,10 @@ def work_folder(prefix: str, parent: Path | None = None) -> Iterator[Path]:
 
 
 # what atomic_path and work_folder name their temporary files and folders: the process id is the first number
-_OURS = re.compile(r"^(?:\.(\d+)\..*\.tmp|(?:burn|mux|subtitle-worker|subtitle-downloads)-(\d+)-[^/]*)$")
+_OURS = re.compile(
+    r"^(?:\.(\d+)\..*\.tmp"
+    r"|(?:burn|mux|preview|subtitle-worker|subtitle-downloads|job|edits|egress-ffmpeg)-(\d+)-[^/]*)$"
+)
 
 
 _SWEPT: set[str] = set()  # folders this process has swept (once each: an output folder may hold an archive's files)

@@ -31,10 +31,20 @@ from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path
 from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, human_size, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
-from pipeline.render import CJK_LANGUAGES, BurnOptions, burn, can_mux_mp4, mux_soft
+from pipeline.render import (
+    AUDIO_RATE,
+    BROWSER_VIDEO,
+    BURN_MAX_RATE,
+    CJK_LANGUAGES,
+    BurnOptions,
+    burn,
+    can_mux_mp4,
+    mux_soft,
+    preview,
+)
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, clean_cues, parse, render
+from pipeline.subtitles import FORMATS, clean_cues, parse, read_subtitles, render
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
@@ -42,8 +52,9 @@ from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, t
 # benchmark: base 22 s for 381 s); each transcription then records its own rate (_RATES) for the next estimates.
 _PRIOR_RATE = {"tiny": 0.03, "base": 0.06, "small": 0.2, "medium": 0.6, "turbo": 0.5, "large": 1.2}
 _RATES: dict[tuple, float] = {}
-_STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97}
-# With a burned-in or soft-subtitled video to make, encoding takes the last part of each input's bar.
+_STAGES = {"download": 0.0, "audio": 0.15, "model": 0.2, "transcribe": 0.25, "write": 0.97, "render": 0.98}
+# With a burned-in or soft-subtitled video to make, encoding takes the last part of each input's bar (a preview,
+# remuxed, the last 2 %).
 _STAGES_RENDERING = {"download": 0.0, "audio": 0.1, "model": 0.15, "transcribe": 0.2, "write": 0.7, "render": 0.72}
 
 
@@ -57,6 +68,9 @@ class JobSpec:
     burn: BurnOptions | None = None  # also <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
     soft: bool = False  # also <stem>.subs.mkv (and .subs.mp4 when the codecs allow) with a subtitle track
     subtitles: Path | None = None  # an SRT or WebVTT file to use as the cues instead of transcribing (one input)
+    # also <stem>.preview.mp4 (or .webm) that a browser plays, made by our ffmpeg (render.preview): when no video is
+    # burned in, the page plays it with the subtitles as a track
+    preview: bool = False
     overwrite: bool = True  # False: a local input whose outputs are all there, newer than it, is skipped (a resume)
 
     def __post_init__(self):
@@ -83,6 +97,9 @@ class Policy:
     models: tuple[str, ...] | None = None  # the models a job may ask for; None: any
     extractors: tuple[str, ...] | None = None  # yt-dlp extractors links may use (pipeline.download.SITES); None: any
     threads: int = 0  # CPU threads one job's video encoding may use (a server's cores / its concurrency); 0: all
+    # copies of each output that the server keeps beside the job's own (the web app: 1, Gradio's cache): they count
+    # in the job's disk budget too
+    kept_copies: int = 0
     # Jobs that may work at once, shared by every job of a server. A job holds its slot until its work has really
     # stopped (a cancelled job's ffmpeg killed, its window finished), not until its consumer went away.
     slots: threading.Semaphore | None = field(default=None, compare=False)
@@ -114,6 +131,7 @@ class FileResult:
     outputs: tuple[Path, ...]  # one per format, then the videos made, in out_dir
     burned: Path | None = None  # the video with the cues burned in, when asked for
     seconds: float = 0.0  # wall time this input took
+    preview: Path | None = None  # a video a browser plays (JobSpec.preview), in out_dir, not among the outputs
 
 
 @dataclass(frozen=True)
@@ -288,6 +306,7 @@ class _Job:
         self.durations: dict[int, float] = {}  # of the inputs whose length is known
         self.pending: list[int] = []  # inputs still to be transcribed, in order
         self.done = 0.0  # of the current input's audio
+        self.spent = 0  # bytes of video this job has written (each counted 1 + policy.kept_copies times)
         size = next((k for k in _PRIOR_RATE if Path(spec.model.model).name.startswith(k)), None)
         self.rate_key = (spec.model.model, spec.model.precision, spec.transcribe.beam_size, spec.transcribe.batch_size)
         self.rate = _RATES.get(self.rate_key, _PRIOR_RATE.get(size, 0.2))  # seconds of work per second of audio
@@ -305,10 +324,7 @@ class _Job:
                     failed.append(self._failed(i, e))
         cues = None
         if spec.subtitles is not None:
-            try:
-                cues = parse(Path(spec.subtitles).read_text(encoding="utf-8-sig", errors="replace"))
-            except OSError as e:
-                raise SubtitleError(f"Could not read {Path(spec.subtitles).name}: {e.strerror}") from None
+            cues = parse(read_subtitles(Path(spec.subtitles)))
         skipped = (
             []
             if spec.overwrite
@@ -317,7 +333,8 @@ class _Job:
         for s in skipped:
             del checked[s.index]
             self.emit(s)
-        check_disk(spec, [item for i, item in enumerate(spec.inputs) if i in checked], self.out_dir, self.policy)
+        check_disk(spec, [(item.stat().st_size, checked[i]) for i, item in enumerate(spec.inputs) if i in checked],
+                   self.out_dir, self.policy)  # fmt: skip
         files: list[FileResult] = []
         todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
@@ -381,9 +398,10 @@ class _Job:
             media = require_audio(got.path, self.stop)
             if media.duration is None and got.duration:  # (the site said; decoding stops at the limit anyway)
                 media = replace(media, duration=got.duration)
+            size = got.path.stat().st_size
             if policy.limits is not None:
-                size = got.path.stat().st_size
                 check_limits(got.title, policy.limits, size=size, duration=media.duration, known=True)
+            check_disk(spec, [(size, media)], self.out_dir, policy, self.spent)  # (its size is known only now)
             source = Source(item, got.title, got.path, media)
         self.emit(SourceFound(i, source))
         if cues is None:
@@ -416,19 +434,44 @@ class _Job:
                 media,
                 self.stop,
                 self.policy.threads,
+                self._room(),
             )
-            written.append(burned)
+            self._spend(burned, written)
             outputs.append(burned)
             self.emit(FileWritten(i, burned))
         if spec.soft:
             self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
-                                media, self.stop)  # fmt: skip
-                written.append(path)
+                                media, self.stop, self._room())  # fmt: skip
+                self._spend(path, written)
                 outputs.append(path)
                 self.emit(FileWritten(i, path))
-        return FileResult(source, result, tuple(outputs), burned, time.monotonic() - started)
+        shown = None
+        if spec.preview and burned is None:
+            self._report(i, "render", None, f"Making the preview of {source.title}")
+            shown = preview(source.media, self.out_dir / f"{stem}.preview", media, PREVIEW_SECONDS, self.stop,
+                            self.policy.threads, self._room())  # fmt: skip
+            self._spend(shown, written)
+        return FileResult(source, result, tuple(outputs), burned, time.monotonic() - started, shown)
+
+    def _room(self) -> int:
+        """Bytes the next video may take: what is left of the job's budget, and of the free disk (less a margin),
+        each shared with the copies the server keeps of it."""
+        copies = 1 + self.policy.kept_copies
+        free = shutil.disk_usage(self.out_dir).free
+        room = (free - _DISK_MARGIN) // copies
+        if room <= 0:
+            raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
+        if self.policy.limits is not None:
+            room = min(room, self.policy.limits.max_job_bytes // copies - self.spent)
+            if room <= 0:
+                raise SubtitleError(_over_budget(f"This job has written {human_size(self.spent)}", self.policy))
+        return room
+
+    def _spend(self, path: Path, written: list[Path]) -> None:
+        written.append(path)
+        self.spent += path.stat().st_size
 
     def _transcribe(self, i: int, source: Source, later: list[int]) -> SubtitleResult:
         spec = self.spec
@@ -474,6 +517,7 @@ class _Job:
 
 
 _DISK_MARGIN = 200 * 1024**2  # bytes kept free beyond what a job needs
+PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the preview (the rest is not shown)
 _NO_LIMITS = Limits(max_bytes=1 << 62, max_duration=float("inf"), max_files=1 << 30)
 
 
@@ -574,20 +618,45 @@ def _file_name(title: str) -> str:
     return "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in title).strip(" .")
 
 
-def check_disk(spec: JobSpec, files: list[Path], out_dir: Path, policy: Policy) -> None:
-    """Refuse a job whose videos would fill the disk: each input is copied once more by a burn-in and twice by
-    soft subtitles (MKV and MP4). The server's per-job budget, and what is free beside the outputs."""
-    copies = (1 if spec.burn else 0) + (2 if spec.soft else 0)
-    need = copies * sum(f.stat().st_size for f in files)
+def check_disk(
+    spec: JobSpec, inputs: Sequence[tuple[int, MediaInfo]], out_dir: Path, policy: Policy, spent: int = 0
+) -> None:
+    """Refuse inputs (bytes, media) whose videos would go over the server's per-job budget, or fill the disk, with
+    `spent` bytes written already. What each input's videos may take at most (video_bytes), once more for each copy
+    the server keeps. The files are bounded again as they are written (ffmpeg's -fs: _Job._room)."""
+    need = (1 + policy.kept_copies) * sum(video_bytes(spec, size, media) for size, media in inputs)
     limits = policy.limits
-    if limits is not None and need > limits.max_job_bytes:
-        raise SubtitleError(
-            f"This job would write {human_size(need)} of video; this server allows {human_size(limits.max_job_bytes)}"
-            " per job: fewer files, or no burned-in or soft-subtitled video"
-        )
+    if limits is not None and need + spent > limits.max_job_bytes:
+        raise SubtitleError(_over_budget(f"This job would write up to {human_size(need + spent)}", policy))
     free = shutil.disk_usage(out_dir).free
     if need + _DISK_MARGIN > free:
         raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
+
+
+def video_bytes(spec: JobSpec, size: int, media: MediaInfo) -> int:
+    """The most one input of `size` bytes makes as video for `spec`: a burned-in copy is bounded by its duration at
+    the burn's bitrate cap (a 200-kB still 1080p clip burns to 10 times its size), plus its share of the audio; soft
+    subtitles copy it twice (and may encode AAC); a preview copies it (or re-encodes PREVIEW_SECONDS of it)."""
+    seconds = media.duration or 0.0
+    audio = seconds * AUDIO_RATE / 8  # (audio that cannot be copied is re-encoded at this rate)
+    need = 0.0
+    if spec.burn and media.has_video:
+        burned = min(seconds, spec.burn.preview_seconds or seconds)
+        need += burned * BURN_MAX_RATE / 8 + (size * burned / seconds if seconds else size) + audio
+    if spec.soft:
+        need += 2 * size + audio
+    if spec.preview and not (spec.burn and media.has_video):
+        reencoded = media.has_video and media.video_codec not in BROWSER_VIDEO
+        need += PREVIEW_SECONDS * (BURN_MAX_RATE + AUDIO_RATE) / 8 if reencoded else size + audio
+    return int(need)
+
+
+def _over_budget(written: str, policy: Policy) -> str:
+    copies = f" (with the {policy.kept_copies} copies it keeps of each)" if policy.kept_copies else ""
+    return (
+        f"{written} of video{copies}; this server allows {human_size(policy.limits.max_job_bytes)} per job: fewer or "
+        "shorter files, or no burned-in or soft-subtitled video"
+    )
 
 
 def done_before(spec: JobSpec, i: int, out_dir: Path, stems: set[str]) -> FileSkipped | None:
@@ -632,6 +701,7 @@ __all__ = [
     "SourceFound",
     "SubtitleResult",
     "check_disk",
+    "video_bytes",
     "check_file",
     "check_job",
     "done_before",

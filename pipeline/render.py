@@ -26,7 +26,7 @@ from xml.sax.saxutils import escape
 
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
-from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, kill_group, probe
+from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
 from pipeline.segment import CJK, Cue
 from pipeline.subtitles import clean_cues, to_srt
 
@@ -38,6 +38,13 @@ CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
 CJK_SCALE = 1.2
 MAX_PIXELS = 1920 * 1080  # burned-in video is at most this big (4K and 8K are scaled down: the encode stays bounded)
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
+WEBM_AUDIO = {"opus", "vorbis"}  # the same for WebM
+# Video a browser plays as it is, by codec, and the container its preview is remuxed into (Gradio's own list)
+BROWSER_VIDEO = {"h264": ".mp4", "av1": ".mp4", "vp8": ".webm", "vp9": ".webm"}
+# The burn's H.264 bitrate cap (x264's VBV with CRF): a burned video's size is bounded by its duration, whatever the
+# picture. 8 Mbit/s is above what CRF 23 needs for 1080p talk or film, so the cap bites only on noise and confetti.
+BURN_MAX_RATE = 8_000_000  # bits per second of video
+AUDIO_RATE = 160_000  # bits per second of the AAC we encode when the audio cannot be copied
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
@@ -144,9 +151,11 @@ def burn(
     media: MediaInfo | None = None,
     stop: threading.Event | None = None,
     threads: int = 0,
+    max_bytes: int | None = None,
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
     `threads`: the encoder's threads (0: x264's own choice, every core; a server shares its cores among its jobs).
+    `max_bytes`: the most the file may take (SubtitleError past it, nothing left behind).
 
     `duration` is the media's length when known otherwise (the decoded audio): some containers (live or browser
     recordings) do not say, and the timeout and the progress bar depend on it. `media`: the video's probe, when the
@@ -172,10 +181,11 @@ def burn(
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if media.audio_codec in BROWSER_AUDIO else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
-                "-map", "0:v:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
-                "-crf", str(options.crf), *audio, "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
+                "-map", "0:V:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
+                "-crf", str(options.crf), "-maxrate", str(BURN_MAX_RATE), "-bufsize", str(2 * BURN_MAX_RATE), *audio,
+                "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
         timeout = 60 + options.timeout_factor * duration
-        return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work), stop)
+        return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work), stop, max_bytes)
 
 
 def _private_fonts(work: Path) -> None:
@@ -208,9 +218,10 @@ def mux_soft(
     language: str = "en",
     media: MediaInfo | None = None,
     stop: threading.Event | None = None,
+    max_bytes: int | None = None,
 ) -> Path:
     """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
-    `media`: the video's probe, when the caller has it already."""
+    `media`: the video's probe, when the caller has it already. `max_bytes`: as for burn."""
     media = media or probe(video)
     codec = {".mp4": "mov_text", ".m4v": "mov_text", ".mov": "mov_text", ".mkv": "srt"}.get(out.suffix.lower())
     if codec is None:
@@ -228,7 +239,41 @@ def mux_soft(
         if mp4:
             args += ["-movflags", "+faststart"]
         timeout = 60 + 3 * (media.duration or 0.0)
-        return _write(out, args, work, media.duration or 0.0, timeout, lambda fraction: None, None, stop)
+        return _write(out, args, work, media.duration or 0.0, timeout, lambda fraction: None, None, stop, max_bytes)
+
+
+def preview_suffix(media: MediaInfo) -> str:
+    """The container of `preview`'s file: WebM for VP8/VP9, else MP4."""
+    return BROWSER_VIDEO.get(media.video_codec or "", ".mp4") if media.has_video else ".mp4"
+
+
+def preview(
+    source: Path,
+    out_stem: Path,
+    media: MediaInfo,
+    seconds: float,
+    stop: threading.Event | None = None,
+    threads: int = 0,
+    max_bytes: int | None = None,
+) -> Path:
+    """A file a browser plays, for the page's preview, written by our ffmpeg under its whitelist and timeout: nothing
+    from outside is handed to a player or to another program that might run its own ffmpeg on it. Video a browser
+    plays is remuxed whole (its picture and audio copied; audio it can't play re-encoded); other video is re-encoded
+    to H.264 for its first `seconds`; audio alone goes into an MP4. Returns `out_stem` + preview_suffix(media)."""
+    out = Path(out_stem).with_name(Path(out_stem).name + preview_suffix(media))
+    if media.has_video and media.video_codec not in BROWSER_VIDEO:
+        return burn(source, [], out, options=BurnOptions(preview_seconds=seconds), media=media, stop=stop,
+                    threads=threads, max_bytes=max_bytes)  # fmt: skip
+    webm = out.suffix == ".webm"
+    playable = WEBM_AUDIO if webm else BROWSER_AUDIO
+    audio = ["-c:a", "copy"] if media.audio_codec in playable else (
+        ["-c:a", "libopus", "-b:a", "128k"] if webm else ["-c:a", "aac", "-b:a", str(AUDIO_RATE)])  # fmt: skip
+    picture = ["-map", "0:V:0", "-c:v", "copy"] if media.has_video else ["-vn"]  # (V: never a cover picture)
+    args = [*ffmpeg_input(source), *picture, "-map", "0:a:0?", *audio, "-sn", "-dn",
+            *([] if webm else ["-movflags", "+faststart"])]  # fmt: skip
+    with work_folder("preview", out.resolve().parent) as work:
+        duration = media.duration or 0.0
+        return _write(out, args, work, duration, 60 + 3 * duration, lambda fraction: None, None, stop, max_bytes)
 
 
 def iso639_2(language: str, terminology: bool = False) -> str:
@@ -252,15 +297,20 @@ def _write(
     progress: Callable[[float], None],
     env: dict[str, str] | None = None,
     stop: threading.Event | None = None,
+    max_bytes: int | None = None,
 ) -> Path:
     """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group after `timeout` s
-    (SubtitleError) or when `stop` is set (Cancelled)."""
+    (SubtitleError) or when `stop` is set (Cancelled). With `max_bytes`, ffmpeg stops writing past that size (-fs)
+    and the file is refused (SubtitleError): what a job writes is bounded by what it really writes."""
     out = Path(out).resolve()
     with atomic_path(out) as tmp:
         # (the temporary name ends in .tmp: ffmpeg is told the container, from the real name's extension)
-        muxer = {".mkv": "matroska", ".mp4": "mp4", ".m4v": "mp4", ".mov": "mov"}.get(out.suffix.lower(), "mp4")
+        muxer = {".mkv": "matroska", ".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".webm": "webm"}.get(
+            out.suffix.lower(), "mp4"
+        )
+        cap = [] if max_bytes is None else ["-fs", str(max(0, max_bytes))]
         cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
-               *args, "-f", muxer, str(tmp)]  # fmt: skip
+               *args, *cap, "-f", muxer, str(tmp)]  # fmt: skip
         with subprocess.Popen(
             cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, env=env
         ) as proc:  # (closes the pipes on every path)
@@ -271,6 +321,11 @@ def _write(
         if proc.returncode != 0:
             last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {proc.returncode}"
             raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")
+        if max_bytes is not None and tmp.stat().st_size >= max_bytes:
+            raise SubtitleError(
+                f"{out.name} would be over the {human_size(max(0, max_bytes))} of video this server lets a job write:"
+                " fewer or shorter files, or no burned-in or soft-subtitled video"
+            )
     return out
 
 

@@ -12,16 +12,26 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from pipeline.errors import SubtitleError
 from pipeline.segment import Cue
 
 FORMATS = ("srt", "vtt", "txt", "json")
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font ...>, {\an8}: not shown, not counted
+# Subtitles from outside (an upload, the page's cue table) are bounded before they are parsed: every step below is
+# linear in these, so a hostile file costs milliseconds, not minutes.
+MAX_SUBTITLE_CHARS = 2_000_000  # characters of one subtitle file or cue table (a 3-hour film's SRT: about 200 k)
+MAX_CUES = 20_000  # cues in one file or table (a 3-hour film: about 2,000)
+MAX_CUE_CHARS = 1_000  # characters of one cue's text (a readable cue: under 100)
+MAX_HOUR_DIGITS = 4  # digits of a time's hours (9999 h); more is not a time but a number that breaks float()
+# <i>, <font ...>, {\an8}: not shown, not counted. A tag's body stops at the next "<" or "{", so no input makes the
+# pattern go back over what it has read (on "<a<a<a..." the old [^>]* did: quadratic, 25 minutes for 2 MB).
+_TAG = re.compile(r"</?[a-zA-Z][^<>]*>|\{\\[^{}]*\}")
+_VTT_TAG = re.compile(r"<[^<>]*>")  # in WebVTT every "<" opens a tag (<i>, <c.x>, <v Anna>, <00:00:01.000>)
+_OVERRIDE = re.compile(r"\{\\[^{}]*\}")  # an SSA override block ({\an8}): never cue text, in any format
 _TAG_START = re.compile(r"<(?=[a-zA-Z/])")  # what would open a tag in SRT text
-_CUE_TIMES = re.compile(
-    r"^\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})\s*-->\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})(?:\s.*)?$"
-)
+_STAMP = r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{1,3})"  # (hours bounded in _seconds, with a message)
+_CUE_TIMES = re.compile(rf"^\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?$")
 
 
 def format_timestamp(seconds: float | None, separator: str = ",") -> str:
@@ -80,8 +90,10 @@ def to_vtt(cues: Sequence[Cue], duration: float | None = None) -> str:
 
 def srt_text(text: str) -> str:
     """Cue text as SRT text, where it cannot be read as more than text: SRT has no escapes, so an arrow "-->" (a
-    timing line to a parser) becomes "->" and a "<" that would open a tag ("<i", "</", "<font") becomes "‹"."""
-    return _TAG_START.sub("‹", text.replace("-->", "->"))
+    timing line to a parser) becomes "->", a "<" that would open a tag ("<i", "</", "<font") becomes "‹", and the
+    "{\\" that opens an override block for players that read SSA tags in SRT (libass, VLC) gets a word joiner after
+    its backslash, so no tag name follows it (as burn-in does)."""
+    return _TAG_START.sub("‹", text.replace("-->", "->").replace("{\\", "{\\\u2060"))
 
 
 def vtt_text(text: str) -> str:
@@ -123,31 +135,96 @@ def render(fmt: str, cues: Sequence[Cue], language: str, duration: float) -> str
 def parse(text: str) -> list[Cue]:
     """The cues of an SRT or WebVTT file, in file order. Cue numbers, VTT headers, NOTE/STYLE blocks, cue settings
     and inline tags (<i>, <c.x>, {\\an8}) are dropped, and so are cues without text; a cue's line breaks are kept.
-    Raises SubtitleError when the text holds no cue at all."""
+    Raises SubtitleError when the text holds no cue at all, or is over the limits (MAX_*)."""
     cues = [Cue(start, end, body) for start, end, body in cue_blocks(text) if body]
     if not cues:
         raise SubtitleError("No cues found: the subtitles must be an SRT or WebVTT file")
     return cues
 
 
+def read_subtitles(path: Path) -> str:
+    """The text of a subtitle file (decode_subtitles), its size checked before it is read."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > 4 * MAX_SUBTITLE_CHARS:
+            raise _too_long(path.name)
+        return decode_subtitles(path.read_bytes(), path.name)
+    except OSError as e:
+        raise SubtitleError(f"Could not read {path.name}: {e.strerror}") from None
+
+
+def decode_subtitles(data: bytes, name: str = "The subtitle file") -> str:
+    """The text of a subtitle file: UTF-8, or what its byte order mark says (UTF-8, UTF-16, UTF-32), else the
+    encoding chardet finds (cp1252, cp1251, Shift JIS, UTF-16 without a mark, ...). Refused before decoding when it is over
+    MAX_SUBTITLE_CHARS bytes (UTF-32: four times that)."""
+    if len(data) > 4 * MAX_SUBTITLE_CHARS or (len(data) > MAX_SUBTITLE_CHARS and not data.startswith(_WIDE_BOMS)):
+        raise _too_long(name)
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec, errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    import chardet  # (only for files that are not UTF-8)
+
+    # (the encodings of today's systems and the web: the older eras' guesses were wrong on short French cp1252 text)
+    found = chardet.detect(data, encoding_era=chardet.EncodingEra.MODERN_WEB).get("encoding")
+    try:
+        return data.decode(found or "", errors="replace")
+    except LookupError:
+        raise SubtitleError(f"{name} is not text in an encoding we know: save it as UTF-8") from None
+
+
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),  # (before UTF-16 LE, whose mark it starts with)
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+
+
 def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
     """(start, end, text) of each cue of SRT or WebVTT text, empty ones too; tolerant of a BOM, CRLF, '.' for ',',
-    missing or wrong cue numbers and extra blank lines."""
+    missing or wrong cue numbers and extra blank lines. SubtitleError when the text is over MAX_SUBTITLE_CHARS, has
+    more than MAX_CUES cues or a cue longer than MAX_CUE_CHARS (checked before the cue is parsed), or a time out of
+    range."""
+    if len(text) > MAX_SUBTITLE_CHARS:
+        raise _too_long("The subtitle text")
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     vtt = text.startswith("WEBVTT")
+    n = 0
     for block in re.split(r"\n[ \t]*\n", text):
         lines = block.strip("\n").split("\n")
-        at = next((i for i, line in enumerate(lines[:2]) if _CUE_TIMES.match(line)), None)
+        at = next((i for i, line in enumerate(lines[:2]) if "-->" in line and _CUE_TIMES.match(line)), None)
         if at is None:
             continue
+        n += 1
+        if n > MAX_CUES:
+            raise SubtitleError(f"The subtitles have more than {MAX_CUES} cues: split them into shorter files")
+        body = lines[at + 1 :]
+        if sum(len(line) for line in body) > MAX_CUE_CHARS:
+            raise SubtitleError(f"Cue {n} has more than {MAX_CUE_CHARS} characters of text: shorten it")
         m = _CUE_TIMES.match(lines[at])
-        body = [_TAG.sub("", line).strip() for line in lines[at + 1 :]]
-        if vtt:  # (entities are WebVTT's; SRT has none)
-            body = [html.unescape(line) for line in body]
-        yield _seconds(m.group(1)), _seconds(m.group(2)), "\n".join(line for line in body if line)
+        if vtt:  # WebVTT's tags, then its entities (SRT has none): "&lt;i&gt;" is text, "&#123;\\an8&#125;" is not
+            body = [_OVERRIDE.sub("", html.unescape(_VTT_TAG.sub("", line))) for line in body]
+        body = [(line if vtt else _TAG.sub("", line)).strip() for line in body]
+        yield (
+            _seconds(n, m.group(1, 2, 3, 4)),
+            _seconds(n, m.group(5, 6, 7, 8)),
+            "\n".join(line for line in body if line),
+        )
 
 
-def _seconds(stamp: str) -> float:
-    *hm, s = stamp.replace(",", ".").split(":")
-    h, m = (0, *map(int, hm))[-2:] if len(hm) < 2 else map(int, hm)
-    return h * 3600 + m * 60 + float(s)
+def _seconds(n: int, fields: tuple[str | None, ...]) -> float:
+    """Seconds of one parsed time (hours or None, minutes, seconds, fraction) of cue n."""
+    h, m, s, fraction = fields
+    if h is not None and len(h) > MAX_HOUR_DIGITS:
+        raise SubtitleError(f"Cue {n} has a time of {h[:12]}{'…' if len(h) > 12 else ''} hours: fix its timing line")
+    return int(h or 0) * 3600 + int(m) * 60 + int(s) + int(fraction) / 10 ** len(fraction)
+
+
+def _too_long(name: str) -> SubtitleError:
+    return SubtitleError(f"{name} is over {MAX_SUBTITLE_CHARS // 1_000_000} MB of text: split it into shorter files")

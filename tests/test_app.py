@@ -285,19 +285,109 @@ def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
     assert subtitler.policy.models == tuple(spec for _, spec in choices)
 
 
-def test_a_video_browsers_cannot_play_gets_a_preview_from_our_ffmpeg(client, videos, tmp_path):
-    """An MKV upload: the page's preview is an H.264 MP4 made by the pinned ffmpeg (not Gradio's conversion with
-    the system's ffmpeg); an MP4 is shown as it is."""
+def _colour(video: str) -> tuple[int, int, int]:
+    """The mean colour of a video's first frame (our ffmpeg)."""
+    import subprocess
+
+    from pipeline.media import ffmpeg_exe
+
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", video, "-frames:v", "1", "-s", "16x16",
+         "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    return tuple(round(sum(raw[k::3]) / (len(raw) / 3)) for k in range(3))
+
+
+def _polyglot(folder: Path, live: bool) -> Path:
+    """A blue MPEG-TS video with sound whose first 188 bytes (one TS packet) are an HLS playlist naming a red local
+    video: our whitelisted probe reads the TS; a player or an ffmpeg without the whitelist may read the playlist."""
     from conftest import ffmpeg
+
+    ffmpeg("-f", "lavfi", "-i", "color=red:size=320x240:rate=10", "-t", "3", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+           str(folder / "secret.mp4"))  # fmt: skip
+    ffmpeg("-f", "lavfi", "-i", "color=blue:size=320x240:rate=10", "-i", str(clip_path(ENGLISH[0])), "-t", "3",
+           "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-f", "mpegts", str(folder / "blue.ts"))  # fmt: skip
+    head = f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\nfile:{folder / 'secret.mp4'}\n"
+    head += "" if live else "#EXT-X-ENDLIST\n"
+    ts = (folder / "blue.ts").read_bytes()
+    path = folder / ("live.mp4" if live else "playlist.mp4")
+    path.write_bytes(head.encode() + b"#" * (187 - len(head)) + b"\n" + ts[188:])
+    return path
+
+
+def _cover_first(folder: Path) -> Path:
+    """An MP4 whose first video stream is a cover picture (64x64 PNG), then the real 320x240 H.264 picture."""
+    from conftest import ffmpeg
+
+    ffmpeg("-f", "lavfi", "-i", "color=yellow:size=64x64", "-frames:v", "1", str(folder / "cover.png"))
+    ffmpeg("-f", "lavfi", "-i", "color=green:size=320x240:rate=10", "-i", str(clip_path(ENGLISH[0])), "-t", "3",
+           "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", str(folder / "plain.mp4"))  # fmt: skip
+    ffmpeg("-i", str(folder / "cover.png"), "-i", str(folder / "plain.mp4"), "-map", "0", "-map", "1", "-c", "copy",
+           "-disposition:v:0", "attached_pic", str(folder / "cover.mp4"))  # fmt: skip
+    return folder / "cover.mp4"
+
+
+def _made(folder: Path, name: str) -> Path:
+    """Other uploads: a Matroska and an MP4 of H.264 (remuxed), MPEG-4 part 2 in AVI (re-encoded), audio alone."""
+    from conftest import ffmpeg
+
+    picture = ["-f", "lavfi", "-i", "color=green:size=320x240:rate=10"]
+    sound = ["-i", str(clip_path(ENGLISH[0])), "-t", "3"]
+    codec = {"talk.mkv": ["-c:v", "libx264"], "talk.mp4": ["-c:v", "libx264"], "talk.avi": ["-c:v", "mpeg4"]}
+    args = [*picture, *sound, *codec[name], "-pix_fmt", "yuv420p"] if name in codec else sound
+    ffmpeg(*args, str(folder / name))
+    return folder / name
+
+
+@pytest.mark.parametrize(
+    "make, size, colour",
+    [
+        (lambda d: _polyglot(d, live=False), (320, 240), "blue"),
+        (lambda d: _polyglot(d, live=True), (320, 240), "blue"),  # a live playlist: it would be read for ever
+        (_cover_first, (320, 240), "green"),  # the picture, not the cover in front of it
+        (lambda d: _made(d, "talk.mp4"), (320, 240), "green"),
+        (lambda d: _made(d, "talk.mkv"), (320, 240), "green"),
+        (lambda d: _made(d, "talk.avi"), (320, 240), "green"),
+        (lambda d: _made(d, "talk.wav"), None, None),
+    ],
+)
+def test_the_preview_is_always_a_file_our_ffmpeg_wrote(make, size, colour, client, tmp_path, monkeypatch):
+    """Whatever is uploaded, the player gets a file our ffmpeg wrote in the job's folder (remuxed, or re-encoded),
+    never the upload, which Gradio would hand to the system's ffmpeg when it judges it unplayable. Stand-ins for the
+    system's ffmpeg and ffprobe on PATH log what Gradio runs them on: never the upload."""
+    import os
+    import stat
 
     from pipeline.media import probe
 
-    mkv = tmp_path / "talk.mkv"
-    ffmpeg("-i", str(videos[ENGLISH[0]]), "-c", "copy", str(mkv))
-    _, _, _, preview, _ = client.predict(files=[handle_file(str(mkv))], api_name="/subtitle")
-    assert preview["value"].endswith("preview.mp4") and probe(preview["value"]).video_codec == "h264"
-    _, _, _, preview, _ = client.predict(files=[handle_file(str(videos[ENGLISH[0]]))], api_name="/subtitle")
-    assert preview["value"].endswith(f"{ENGLISH[0]}.mp4")
+    spies, log = tmp_path / "bin", tmp_path / "spied.log"
+    spies.mkdir()
+    for name in ("ffmpeg", "ffprobe"):
+        (spies / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\nexit 1\n', encoding="utf-8")
+        (spies / name).chmod((spies / name).stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{spies}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "up").mkdir()
+    upload = make(tmp_path / "up")
+    given = tmp_path / "given.srt"
+    given.write_text("1\n00:00:00,500 --> 00:00:02,000\nOur own words\n", encoding="utf-8")
+    started = time.monotonic()
+    _, status, _, preview, _ = client.predict(
+        files=[handle_file(str(upload))], subtitles=handle_file(str(given)), api_name="/subtitle"
+    )
+    assert status.startswith("Done") and time.monotonic() - started < 60
+    shown = preview["value"]
+    assert Path(shown).name == f"{upload.stem}.preview.mp4"
+    assert Path(shown).read_bytes()[4:8] == b"ftyp"  # an MP4 our ffmpeg wrote, not the upload's bytes
+    spied = log.read_text(encoding="utf-8") if log.exists() else ""
+    assert upload.name not in spied
+    info = probe(Path(shown))
+    assert info.has_audio and info.duration == pytest.approx(3, abs=0.3)
+    if size is None:
+        assert not info.has_video
+    else:
+        assert (info.width, info.height) == size and info.video_codec == "h264"
+        r, g, b = _colour(shown)
+        assert {"blue": b > 150 > r + g, "green": g > 100 > r + b}[colour], (r, g, b)
 
 
 @pytest.mark.slow

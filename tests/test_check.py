@@ -97,4 +97,4 @@ def test_command_line(tmp_path):
     assert [line.split(": ")[2] for line in lines[1:4]] == ["line length", "reading speed", "duration"]
     assert lines[-1].startswith("bad.srt: 1 cues, 1 break a rule, 0.0% pass")
     missing = run(str(tmp_path / "nope.srt"))
-    assert missing.returncode == 2 and missing.stderr.startswith("error: cannot read")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: Could not read")

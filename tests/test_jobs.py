@@ -86,10 +86,11 @@ def test_the_page_and_the_cli_build_the_same_job(argv, form):
     from app import form_to_spec
     from pipeline.__main__ import build_spec, parse_args
 
-    # (but for resuming: the CLI skips inputs done before, the page's jobs write into a fresh folder)
+    # (but for resuming: the CLI skips inputs done before, the page's jobs write into a fresh folder; and the page
+    # plays a preview, which the CLI does not make)
     cli_spec = build_spec(parse_args([str(CLIP), *argv]))
-    assert not cli_spec.overwrite
-    assert form_to_spec(files=[str(CLIP)], **form) == replace(cli_spec, overwrite=True)
+    assert not cli_spec.overwrite and not cli_spec.preview
+    assert form_to_spec(files=[str(CLIP)], **form) == replace(cli_spec, overwrite=True, preview=True)
 
 
 def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):

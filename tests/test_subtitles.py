@@ -7,8 +7,21 @@ import json
 import pytest
 import srt
 
+from pipeline.errors import SubtitleError
 from pipeline.segment import Cue, Word
-from pipeline.subtitles import clean_cues, format_timestamp, to_json, to_srt, to_txt, to_vtt
+from pipeline.subtitles import (
+    MAX_CUE_CHARS,
+    MAX_CUES,
+    MAX_SUBTITLE_CHARS,
+    clean_cues,
+    decode_subtitles,
+    format_timestamp,
+    parse,
+    to_json,
+    to_srt,
+    to_txt,
+    to_vtt,
+)
 
 
 @pytest.mark.parametrize(
@@ -108,3 +121,116 @@ def test_cue_text_is_only_text(text, in_srt, in_vtt):
     assert vtt_file == f"WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n{in_vtt}\n"
     assert [c.text for c in parse(vtt_file)] == [text]
     assert len(list(srt.parse(srt_file))) == 1
+
+
+HEAD = "1\n00:00:01,000 --> 00:00:02,000\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        HEAD + "<a" * 100_000,  # every "<a" opens a tag that never closes: [^>]* read to the end from each
+        HEAD + "{\\" * 100_000,  # the same with override blocks
+        HEAD + "</" * 100_000,
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n" + "<a" * 100_000,
+    ],
+)
+def test_no_cue_text_makes_the_parser_go_back_over_it(text):
+    """Tags are removed in time linear in the text: 200 k characters of unclosed tags took 15 s before (quadratic),
+    and hold the GIL all that time. The cue is over MAX_CUE_CHARS, so parsing refuses it with a message; the tag
+    pattern itself is timed on the whole text."""
+    import time
+
+    from pipeline import subtitles
+
+    started = time.monotonic()
+    subtitles._TAG.sub("", text)
+    subtitles._VTT_TAG.sub("", text)
+    with pytest.raises(SubtitleError, match=rf"^Cue 1 has more than {MAX_CUE_CHARS} characters of text"):
+        parse(text)
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("x" * (MAX_SUBTITLE_CHARS + 1), r"^The subtitle text is over 2 MB of text"),
+        ((HEAD + "hi\n\n") * (MAX_CUES + 1), rf"^The subtitles have more than {MAX_CUES} cues"),
+        (HEAD + "y" * (MAX_CUE_CHARS + 1), rf"^Cue 1 has more than {MAX_CUE_CHARS} characters"),
+        (HEAD + "ab\n" * (MAX_CUE_CHARS // 2 + 1), rf"^Cue 1 has more than {MAX_CUE_CHARS} characters"),
+        ("1\n" + "4" * 400 + ":00:01,000 --> 00:00:02,000\nhi\n", r"^Cue 1 has a time of 444444444444… hours"),
+        ("1\n" + "4" * 5000 + ":00:01,000 --> 00:00:02,000\nhi\n", r"^Cue 1 has a time of 444444444444… hours"),
+        ("1\n00:00:01,000 --> " + "9" * 20 + ":00:02,000\nhi\n", r"^Cue 1 has a time of 999999999999… hours"),
+        ("1\n00:00:01,000 --> 00001:00:02,000\nhi\n", r"^Cue 1 has a time of 00001 hours"),
+    ],
+)
+def test_subtitles_over_the_limits_are_a_message_before_they_are_parsed(text, message):
+    with pytest.raises(SubtitleError, match=message):
+        parse(text)
+
+
+@pytest.mark.parametrize(
+    "stamp, seconds",
+    [("9999:00:00,000", 9999 * 3600), ("01:02:03,5", 3723.5), ("1:02.25", 62.25), ("00:00:00,001", 0.001)],
+)
+def test_times_within_the_bounds_are_read(stamp, seconds):
+    assert parse(f"1\n{stamp} --> {stamp}\nhi\n")[0].start == pytest.approx(seconds)
+
+
+FR = ["Café déjà vu à l'été.", "Où est la gare, s'il vous plaît ?", "Ça coûte très cher, garçon."]
+RU = ["Привет, как дела?", "Это очень хорошо, спасибо."]
+JA = ["こんにちは、世界。", "今日はいい天気ですね。"]
+
+
+def srt_of(lines: list[str]) -> str:
+    return "".join(f"{i}\n00:00:0{i},000 --> 00:00:0{i},900\n{t}\n\n" for i, t in enumerate(lines, start=1))
+
+
+@pytest.mark.parametrize(
+    "lines, encoding",
+    [
+        (FR, "utf-8"),
+        (FR, "utf-8-sig"),
+        (FR, "utf-16"),  # with its byte order mark (was "No cues found")
+        (FR, "utf-16-le"),  # without one
+        (FR, "utf-32"),
+        (FR, "cp1252"),  # Windows' Western European (its accents became U+FFFD)
+        (RU, "cp1251"),
+        (JA, "shift_jis"),
+    ],
+)
+def test_uploaded_subtitles_are_read_in_their_encoding(lines, encoding):
+    assert [c.text for c in parse(decode_subtitles(srt_of(lines).encode(encoding)))] == lines
+
+
+def test_a_subtitle_file_over_the_limit_is_refused_before_it_is_decoded():
+    with pytest.raises(SubtitleError, match=r"^talk.srt is over 2 MB of text"):
+        decode_subtitles(b"x" * (MAX_SUBTITLE_CHARS + 1), "talk.srt")
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n&#123;\\an8\\fs300&#125;Up here",  # entities decode to a tag
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n&lbrace;\\an8\\fs300&rbrace;Up here",
+        "1\n00:00:01,000 --> 00:00:02,000\n{\\an8\\fs300}Up here",
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n<i>{\\an8}</i>Up here",
+    ],
+)
+def test_override_tags_never_reach_the_written_files(given):
+    """An SSA override block read from an upload, also spelled with WebVTT entities, is not cue text: it is dropped
+    after the entities are decoded, so the SRT (and the soft tracks, made from it) never carries one."""
+    cues = parse(given)
+    assert [c.text for c in cues] == ["Up here"]
+
+
+@pytest.mark.parametrize(
+    "text, in_srt",
+    [
+        ("{\\an8}Up here", "{\\\u2060an8}Up here"),  # (from an edit or the audio: inert in SRT, as in burn-in)
+        ("a {b} c", "a {b} c"),
+        ("back\\slash", "back\\slash"),
+    ],
+)
+def test_srt_text_never_opens_an_override_block(text, in_srt):
+    assert to_srt([Cue(1, 2, text)]) == f"1\n00:00:01,000 --> 00:00:02,000\n{in_srt}\n"
