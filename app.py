@@ -449,7 +449,7 @@ def cue_problems(table) -> str:
 
 def _rows(table) -> list[list]:
     """The cue table's rows that hold anything (Gradio gives a DataFrame, or a dict through the API)."""
-    rows = table.values.tolist() if hasattr(table, "values") else (table or {}).get("data", []) or []
+    rows = (table or {}).get("data", []) or [] if isinstance(table, dict | None) else table.values.tolist()
     return [r for r in rows if any(str(v).strip() for v in r)]
 
 
@@ -557,7 +557,8 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             return app.check_cues(table, request.client.host if request is not None and request.client else "")
 
         check_cues.__annotations__ = {"request": gr.Request}  # (Gradio passes the request by this annotation)
-        cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last")
+        cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last",
+                   api_name="check_cues")  # fmt: skip
         cancel.click(None, None, None, cancels=[job, edits])  # the job stops at its next event and removes its folder
     return demo
 

@@ -20,16 +20,15 @@ import itertools
 import logging
 import os
 import queue
+import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import ray
-from ray.exceptions import RayActorError
 
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, sweep, work_folder
@@ -54,6 +53,33 @@ from pipeline.jobs import (
     unique_stem,
 )
 from pipeline.model import ModelCache, ModelOptions
+from pipeline.subtitles import read_subtitles
+
+
+@contextmanager
+def _local_nodes_on_loopback():
+    """Import ray so that a node it starts itself (--ray auto outside a cluster) listens on 127.0.0.1 alone.
+
+    On Linux, ray.init gives a new node the machine's address, even for `_node_ip_address="127.0.0.1"`
+    (services.resolve_ip_for_localhost), and its GCS, raylet, object manager and workers listen on every interface.
+    With RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, the default on macOS and Windows, the node's address is 127.0.0.1, and
+    Ray's servers then listen there only. Ray reads the variable once, when it is imported (_private/ray_constants.py),
+    and hands the node's address to its processes as an argument: it is set for this import alone, no child sees it.
+    Joining a cluster is unchanged, except that a loopback address (127.0.0.1:6379) is dialled as loopback."""
+    key = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+    if key in os.environ or "ray" in sys.modules:  # (the user's choice; or too late: in a Ray worker, say)
+        yield
+        return
+    os.environ[key] = "0"
+    try:
+        yield
+    finally:
+        del os.environ[key]
+
+
+with _local_nodes_on_loopback():
+    import ray
+    from ray.exceptions import RayActorError
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +97,7 @@ class _Crashed:
 class _Finished:
     result: JobResult  # of the one-input job, with the worker's paths
     files: tuple[tuple[str, bytes], ...]  # each output's name and content, in the order of the FileResult's outputs
-    media: bytes | None  # a link's downloaded media (a page previews it), None for a local input
+    preview: tuple[str, bytes] | None  # the preview's name and content (JobSpec.preview), else None
 
 
 class Worker:
@@ -145,8 +171,8 @@ class Worker:
                             return
                         if isinstance(event, JobResult):
                             files = tuple((p.name, p.read_bytes()) for f in event.files for p in f.outputs)
-                            media = event.files[0].source.media.read_bytes() if event.files and data is None else None
-                            yield _Finished(event, files, media)
+                            shown = event.files[0].preview if event.files else None
+                            yield _Finished(event, files, shown and (shown.name, shown.read_bytes()))
                         elif not isinstance(event, FileWritten | FileDone):  # (this node's paths: the driver's say)
                             yield event
                 finally:
@@ -170,7 +196,9 @@ class RayExecutor:
     ):
         self.retries = retries
         self.started = not ray.is_initialized()
-        if self.started:  # "auto": RAY_ADDRESS when it is set (inside a cluster), else a new local instance
+        # "auto": RAY_ADDRESS when it is set (inside a cluster), else a new local instance, which listens on
+        # 127.0.0.1 alone (_local_nodes_on_loopback)
+        if self.started:
             ray.init(
                 address=None if address == "auto" else address,
                 include_dashboard=False,
@@ -304,7 +332,7 @@ class _Batch:
             del checked[s.index]
             self._end(s.index)
             self.emit(s)
-        check_disk(spec, [spec.inputs[i] for i in checked], self.out_dir, self.policy)
+        check_disk(spec, [(spec.inputs[i].stat().st_size, checked[i]) for i in checked], self.out_dir, self.policy)
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
         todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
         for i in todo:
@@ -329,7 +357,10 @@ class _Batch:
         key = uuid.uuid4().hex
         try:
             data = ray.put(item.read_bytes()) if isinstance(item, Path) else None
-            subtitles = Path(spec.subtitles).read_bytes() if spec.subtitles is not None else None
+            # (the text, checked and decoded here: a worker gets UTF-8 within the limits)
+            subtitles = read_subtitles(Path(spec.subtitles)).encode("utf-8") if spec.subtitles is not None else None
+        except SubtitleError as e:
+            return self.fail(i, str(e))
         except OSError as e:
             return self.fail(i, f"Could not read {Path(e.filename or item).name}: {e.strerror}")
         one = replace(spec, inputs=(item,), subtitles=None, overwrite=True)
@@ -395,26 +426,24 @@ class _Batch:
         with self.lock:
             stem = self.stem.get(i) or unique_stem(theirs, self.stems)
         source = one.source
+        if isinstance(self.spec.inputs[i], Path):  # (a link's media stays on the worker: the preview is what is seen)
+            source = replace(source, media=self.spec.inputs[i])
         written: list[Path] = []
+        shown = None
         try:
-            for name, content in finished.files:
+            for name, content in (*finished.files, *([finished.preview] if finished.preview else [])):
                 target = self.out_dir / f"{stem}{name[len(theirs) :]}"
                 with atomic_path(target) as tmp:
                     tmp.write_bytes(content)
                 written.append(target)
-            if finished.media is not None:  # a link's media, for a preview
-                media = self.work_dir / f"download-{i}" / f"media{source.media.suffix}"
-                media.parent.mkdir(parents=True, exist_ok=True)
-                media.write_bytes(finished.media)
-                source = replace(source, media=media)
-            elif isinstance(self.spec.inputs[i], Path):
-                source = replace(source, media=self.spec.inputs[i])
+            if finished.preview:
+                shown = written.pop()
         except OSError as e:
             for path in written:
                 path.unlink(missing_ok=True)
             return self.fail(i, f"Could not write the subtitles of {source.title}: {e.strerror}")
         mapped = dict(zip(one.outputs, written))
-        result = FileResult(source, one.result, tuple(written), mapped.get(one.burned), one.seconds)
+        result = FileResult(source, one.result, tuple(written), mapped.get(one.burned), one.seconds, shown)
         for path in written:
             self._emit(FileWritten(i, path))
         self.files[i] = result

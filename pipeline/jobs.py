@@ -350,6 +350,7 @@ class _Job:
                         self.pending.remove(i)
                     for path in written:  # an input that fails leaves none of its files
                         path.unlink(missing_ok=True)
+                    shutil.rmtree(self.work_dir / f"download-{i}", ignore_errors=True)  # (nor its download)
                     failed.append(self._failed(i, e))
         return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)), tuple(skipped))
 

@@ -5,6 +5,8 @@ too, so both decode the same numbers."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import signal
 import subprocess
@@ -101,7 +103,7 @@ def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, i
 
 def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_server, tmp_path):
     """A burned-in and a soft-subtitled video are made on a worker and written here under the job's names; a link
-    is downloaded by the worker, and its media comes back for the page's preview."""
+    is downloaded by the worker, and its preview comes back for the page."""
     from pipeline.media import probe
     from pipeline.render import BurnOptions
 
@@ -116,7 +118,11 @@ def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_serv
         for path in f.outputs[1:]:
             assert probe(path).duration == pytest.approx(probe(original).duration, abs=0.2)
     assert result.files[0].source.media == video
-    assert result.files[1].source.media.read_bytes() == (videos[ENGLISH[1]]).read_bytes()  # the downloaded file
+    # the page's preview of a link, made by the worker from its download, comes back beside the subtitles
+    _, result = run(cluster, JobSpec((link,), preview=True), tmp_path / "previewed")
+    shown = result.files[0].preview
+    assert shown == tmp_path / "previewed" / f"{ENGLISH[1]}.preview.mp4" and shown not in result.files[0].outputs
+    assert probe(shown).duration == pytest.approx(probe(videos[ENGLISH[1]]).duration, abs=0.2)
 
 
 def test_workers_the_cluster_cannot_start_are_a_message_not_a_hang(cluster, ray_head, tmp_path):
@@ -177,3 +183,35 @@ def test_the_default_path_never_imports_ray(model_cache, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == [f"{ENGLISH[0]}.srt"]
+
+
+# Run in a process of its own: a fresh `import ray`, and no Ray instance of this module's tests to join.
+_LISTENERS = """
+import json, psutil
+from pipeline.cluster import RayExecutor
+with RayExecutor("auto", workers=1):
+    driver = psutil.Process()
+    family = {driver.pid, *(p.pid for p in driver.children(recursive=True))}  # Ray's processes, and this one
+    names = {p.pid: p.info["name"] for p in psutil.process_iter(["name"]) if p.pid in family}
+    print(json.dumps(sorted((c.laddr.ip, c.laddr.port, names[c.pid]) for c in psutil.net_connections("tcp")
+                            if c.status == psutil.CONN_LISTEN and c.pid in names)))
+"""
+
+
+def test_a_local_ray_instance_listens_on_loopback_only():
+    """`--ray auto` outside a cluster: the GCS, raylet, object manager, runtime-env agent, workers and this driver
+    listen on 127.0.0.1 alone, not on every interface nor on the machine's address."""
+    with tempfile.TemporaryDirectory(prefix="ray-") as temp:  # (short: Ray's socket paths go under it)
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")}
+        env["RAY_TMPDIR"] = temp  # (no `ray start` cluster recorded there to join)
+        proc = subprocess.run([sys.executable, "-c", _LISTENERS], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    listening = json.loads(proc.stdout.splitlines()[-1])
+    assert {name for _, _, name in listening} >= {"gcs_server", "raylet"}
+    assert [s for s in listening if not _loopback(s[0])] == []
+
+
+def _loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    return (getattr(address, "ipv4_mapped", None) or address).is_loopback  # (::ffff:127.0.0.1: gRPC's dual-stack form)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -334,8 +335,163 @@ def test_a_job_that_would_write_too_much_video_is_refused(videos, tmp_path):
 
     spec = JobSpec((videos[ENGLISH[0]],) * 3, burn=BurnOptions(), soft=True)
     size = videos[ENGLISH[0]].stat().st_size
-    with pytest.raises(SubtitleError, match=r"^This job would write .* of video; this server allows .* per job"):
+    with pytest.raises(SubtitleError, match=r"^This job would write up to .* of video; this server allows .* per job"):
         list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits(max_job_bytes=8 * size))))
+
+
+GIVEN = "1\n00:00:00,500 --> 00:00:02,000\nOur own words\n"
+
+
+def _given(tmp_path: Path) -> Path:
+    (tmp_path / "given.srt").write_text(GIVEN, encoding="utf-8")
+    return tmp_path / "given.srt"
+
+
+def test_a_link_counts_in_the_disk_budget(media_server, videos, tmp_path):
+    """A link's size is known only once it is downloaded: it is checked then, before anything is burned. The same
+    file uploaded is refused too."""
+    from pipeline.render import BurnOptions
+
+    budget = Policy(Limits(max_job_bytes=100_000), allow_private_urls=True)
+    for k, given in enumerate((f"{media_server}/{ENGLISH[0]}.mp4", videos[ENGLISH[0]])):
+        spec = JobSpec((given,), burn=BurnOptions(), soft=True, subtitles=_given(tmp_path))
+        out = tmp_path / f"out{k}"
+        try:
+            events = list(run_job(spec, out, ModelCache(), budget))
+            failed = events[-1].failed
+            assert [f.message for f in failed] and failed[0].message.startswith("This job would write up to")
+        except SubtitleError as e:  # (an upload: the whole job, before any work)
+            assert str(e).startswith("This job would write up to")
+        assert [p.relative_to(out) for p in out.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize(
+    "burn, soft, preview, seconds, size, codec, expected",
+    [
+        (None, False, False, 60, 10**6, "h264", 0),  # subtitle files only
+        ("full", False, False, 60, 10**6, "h264", 60 * 1_000_000 + 10**6 + 60 * 20_000),  # 8 Mbit/s, its audio
+        ("preview", False, False, 600, 10**7, "h264", 60 * 1_000_000 + 10**6 + 600 * 20_000),  # 60 s of it
+        (None, True, False, 60, 10**6, "h264", 2 * 10**6 + 60 * 20_000),  # MKV and MP4 copies
+        (None, False, True, 60, 10**6, "h264", 10**6 + 60 * 20_000),  # remuxed
+        (None, False, True, 600, 10**7, "hevc", 60 * 1_020_000),  # 60 s re-encoded
+        ("full", False, True, 60, 10**6, "h264", 60 * 1_000_000 + 10**6 + 60 * 20_000),  # the burn is the preview
+    ],
+)
+def test_what_a_job_may_write_is_bounded_by_its_duration(burn, soft, preview, seconds, size, codec, expected):
+    from pipeline.jobs import video_bytes
+    from pipeline.media import MediaInfo
+    from pipeline.render import BurnOptions
+
+    burn = None if burn is None else BurnOptions(preview_seconds=60 if burn == "preview" else None)
+    spec = JobSpec((Path("x.mp4"),), burn=burn, soft=soft, preview=preview)
+    media = MediaInfo(seconds, True, True, codec, "aac", 1920, 1080)
+    assert video_bytes(spec, size, media) == expected
+
+
+@pytest.mark.parametrize("kept", [0, 1])
+def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
+    from pipeline.jobs import check_disk, video_bytes
+    from pipeline.media import MediaInfo
+    from pipeline.render import BurnOptions
+
+    spec, media = JobSpec((Path("x.mp4"),), burn=BurnOptions()), MediaInfo(10, True, True, "h264", "aac", 640, 360)
+    need = video_bytes(spec, 10**6, media)
+    policy = Policy(Limits(max_job_bytes=int(1.5 * need)), kept_copies=kept)
+    if kept:
+        with pytest.raises(SubtitleError, match=r"\(with the 1 copies it keeps of each\); this server allows"):
+            check_disk(spec, [(10**6, media)], tmp_path, policy)
+    else:
+        check_disk(spec, [(10**6, media)], tmp_path, policy)
+
+
+def test_a_video_is_stopped_where_the_budget_ends_and_leaves_nothing(tmp_path):
+    """Whatever the estimate, ffmpeg stops writing where the job's budget ends (-fs): the file is refused, and no
+    part of it stays."""
+    from pipeline.render import BurnOptions, burn
+    from pipeline.segment import Cue
+
+    video = tmp_path / "noise.mp4"
+    ffmpeg("-f", "lavfi", "-i", "nullsrc=size=640x360:rate=25,geq=random(1)*255:128:128", "-t", "4",
+           "-c:v", "libx264", "-preset", "ultrafast", "-qp", "30", str(video))  # fmt: skip
+    out = tmp_path / "out"
+    with pytest.raises(SubtitleError, match=r"^burned.mp4 would be over the 100.0 kB of video"):
+        burn(video, [Cue(0, 1, "hello")], out / "burned.mp4", options=BurnOptions(), max_bytes=100_000)
+    assert list(out.iterdir()) == []
+
+
+def test_a_killed_servers_job_folders_go_when_it_starts_again(videos, tmp_path):
+    """kill -9 in the middle of a job, then a new server on the same folder: the job and edit folders of the dead
+    process are gone at once (their names carry its process id); a live process's folder stays."""
+    import sys
+
+    jobs = tmp_path / "jobs"
+    child = f"""
+import sys
+from pathlib import Path
+import app
+from pipeline.executors import InProcess
+from pipeline.model import ModelCache
+a = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=Path({str(jobs)!r})))
+table = {{"data": [["00:00:00.500", "00:00:02.000", "Our own words"]]}}
+for _ in a.apply_edits(table, files=[{str(videos[ENGLISH[0]])!r}], burn_in="full"):
+    print("event", flush=True)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", child], cwd=Path(__file__).parents[1], stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (list(jobs.glob("job-*")) and list(jobs.glob("edits-*"))) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    left = sorted(p.name for p in jobs.iterdir())
+    assert {n.split("-")[0] for n in left} == {"job", "edits"} and all(f"-{proc.pid}-" in n for n in left)
+    (jobs / f"job-{os.getpid()}-alive").mkdir()  # a job of a server still running on the same folder
+    import app
+    from pipeline.executors import InProcess
+
+    app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=jobs))
+    assert [p.name for p in jobs.iterdir()] == [f"job-{os.getpid()}-alive"]
+
+
+def test_the_cue_checker_is_bounded_and_rate_limited_per_address(tmp_path):
+    """The checker runs beside the queue: a hostile cell is refused in linear time, and one address gets
+    CHECKS_PER_WINDOW checks a window; another address is not held up by it."""
+    import app
+    from pipeline.executors import InProcess
+
+    subtitler = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path))
+    started = time.monotonic()
+    hostile = {"data": [["00:00:01.000", "00:00:02.000", "<a" * 1_000_000]]}
+    assert subtitler.check_cues(hostile, "1.2.3.4") == "**Cue 1 has more than 1000 characters of text: shorten it**"
+    many = {"data": [["00:00:01.000", "00:00:02.000", "<a" * 400]] * 2000}
+    assert "Breaks the readability rules" in subtitler.check_cues(many, "1.2.3.4")
+    assert time.monotonic() - started < 2.0
+    for _ in range(app.CHECKS_PER_WINDOW - 2):
+        assert subtitler.check_cues({"data": [["00:00:01.000", "00:00:02.000", "Hi"]]}, "1.2.3.4")
+    assert subtitler.check_cues(hostile, "1.2.3.4").startswith("**Too many checks from your address")
+    assert subtitler.check_cues(hostile, "5.6.7.8").startswith("**Cue 1 has more than")
+
+
+@pytest.mark.parametrize(
+    "start, message",
+    [
+        ("4" * 400 + ":00:01.000", "Cue 1: the start '4444444444"),
+        ("4" * 5000 + ":00:01.000", "Cue 1: the start '4444444444"),
+        ("9" * 20 + ":00:01.000", "Cue 1: the start '99999999999999999999:00:01.000' is not a time"),
+        ("00:00:01.000", None),
+        ("9999:00:01.000", None),
+    ],
+)
+def test_time_cells_are_bounded(start, message):
+    import app
+
+    rows = [[start, "00:00:02.000", "Hi"]]
+    if message is None:
+        assert app.cues_to_srt(rows).startswith(f"1\n{start.replace('.', ',')} --> ")
+    else:
+        with pytest.raises(SubtitleError, match=f"^{re.escape(message)}"):
+            app.cues_to_srt(rows)
 
 
 @pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])
