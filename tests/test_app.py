@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -418,21 +419,25 @@ def test_eight_concurrent_jobs_all_complete_with_their_own_words(app_server, vid
 
     alone = {clip: call(clip) for clip in ENGLISH[:2]}
     clips = [ENGLISH[i % 2] for i in range(8)]
-    waits: list[float] = []
     with ThreadPoolExecutor(10) as pool:
         jobs = pool.map(call, clips)
-        # meanwhile, one caller sends the cue checker backtracking cells (2 MB bodies, the most a check takes) and
-        # another asks the server for its page every 0.1 s: no answer is held up by more than 0.5 s
-        pinging = pool.submit(ping_while, app_server[0], lambda: len(waits) < 10)
-        for _ in range(10):
-            table = {"headers": ["Start", "End", "Text"], "data": [["00:00:01.000", "00:00:02.000", "<a" * 499]] * 2000}
-            started = time.monotonic()
-            Client(app_server[0], verbose=False).predict(table, api_name="/check_cues")
-            waits.append(time.monotonic() - started)
-        latencies = pinging.result()
+        # meanwhile, one caller sends the cue checker small tables, then backtracking cells (2 MB bodies, the most a
+        # check takes), and another asks the server for its page every 0.1 s: the cells delay no answer by more than
+        # 0.5 s over the answers beside the small tables
+        latencies = {}
+        for name, cell in (("small tables", "Hi"), ("backtracking cells", "<a" * 499)):
+            table = {"headers": ["Start", "End", "Text"], "data": [["00:00:01.000", "00:00:02.000", cell]] * 2000}
+            checks: list[float] = []
+            pinging = pool.submit(ping_while, app_server[0], lambda checks=checks: len(checks) < 10)
+            for _ in range(10):
+                started = time.monotonic()
+                Client(app_server[0], verbose=False).predict(table, api_name="/check_cues")
+                checks.append(time.monotonic() - started)
+            latencies[name] = pinging.result()
+            print(f"cue checks of {name}: {max(checks):.2f} s at most; page requests meanwhile: "
+                  f"{statistics.median(latencies[name]):.2f} s median, {max(latencies[name]):.2f} s at most")  # fmt: skip
         results = list(jobs)
-    print(f"cue checks of 2 MB: {max(waits):.2f} s at most; page requests meanwhile: {max(latencies):.2f} s at most")
-    assert max(latencies) <= 0.5
+    assert max(latencies["backtracking cells"]) <= statistics.median(latencies["small tables"]) + 0.5
     for clip, got in zip(clips, results):
         assert got["segments"] == alone[clip]["segments"]
         text = " ".join(s["text"].replace("\n", " ") for s in got["segments"])
