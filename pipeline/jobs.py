@@ -653,7 +653,8 @@ def video_bytes(spec: JobSpec, size: int, media: MediaInfo) -> int:
 
 
 def _over_budget(written: str, policy: Policy) -> str:
-    copies = f" (with the {policy.kept_copies} copies it keeps of each)" if policy.kept_copies else ""
+    kept = policy.kept_copies
+    copies = f" (with the {'copy' if kept == 1 else f'{kept} copies'} the server keeps of each)" if kept else ""
     return (
         f"{written} of video{copies}; this server allows {human_size(policy.limits.max_job_bytes)} per job: fewer or "
         "shorter files, or no burned-in or soft-subtitled video"

@@ -398,7 +398,7 @@ def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
     need = video_bytes(spec, 10**6, media)
     policy = Policy(Limits(max_job_bytes=int(1.5 * need)), kept_copies=kept)
     if kept:
-        with pytest.raises(SubtitleError, match=r"\(with the 1 copies it keeps of each\); this server allows"):
+        with pytest.raises(SubtitleError, match=r"\(with the copy the server keeps of each\); this server allows"):
             check_disk(spec, [(10**6, media)], tmp_path, policy)
     else:
         check_disk(spec, [(10**6, media)], tmp_path, policy)
@@ -471,6 +471,18 @@ def test_the_cue_checker_is_bounded_and_rate_limited_per_address(tmp_path):
         assert subtitler.check_cues({"data": [["00:00:01.000", "00:00:02.000", "Hi"]]}, "1.2.3.4")
     assert subtitler.check_cues(hostile, "1.2.3.4").startswith("**Too many checks from your address")
     assert subtitler.check_cues(hostile, "5.6.7.8").startswith("**Cue 1 has more than")
+
+
+def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_path):
+    """A 180-kB SRT of one unclosed tag after another froze the server for 10 s: now it is refused in milliseconds,
+    with one line, before any work."""
+    hostile = tmp_path / "hostile.srt"
+    hostile.write_text("1\n00:00:01,000 --> 00:00:02,000\n" + "<a" * 90_000 + "\n", encoding="utf-8")
+    started = time.monotonic()
+    spec = JobSpec((videos[ENGLISH[0]],), subtitles=hostile)
+    with pytest.raises(SubtitleError, match=r"^Cue 1 has more than 1000 characters of text: shorten it$"):
+        list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits())))
+    assert time.monotonic() - started < 5.0
 
 
 @pytest.mark.parametrize(
