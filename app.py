@@ -607,6 +607,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--share", action="store_true", help="also serve on a public gradio.live link")
     p.add_argument("--max-file-size", type=float, default=2048, metavar="MB", help="largest upload or download")
+    p.add_argument(
+        "--max-job-size",
+        type=float,
+        default=Limits.max_job_bytes / 1e6,
+        metavar="MB",
+        help="video one job may write (burned-in, soft-subtitled and preview copies, with Gradio's cached copy of "
+        "each; a burn counts at its 8 Mbit/s cap: about an hour of whole-video burn-in per 8 GB)",
+    )
     p.add_argument("--max-duration", type=float, default=180, metavar="MINUTES", help="longest media accepted")
     p.add_argument(
         "--concurrency",
@@ -657,7 +665,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ray is not None and args.concurrency is None:
         concurrency = len(runner.workers)
     options = ServerOptions(
-        Limits(int(args.max_file_size * 1e6), args.max_duration * 60),
+        Limits(int(args.max_file_size * 1e6), args.max_duration * 60, max_job_bytes=int(args.max_job_size * 1e6)),
         args.allow_private_urls,
         sites=None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip()),
         concurrency=concurrency,

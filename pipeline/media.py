@@ -101,7 +101,7 @@ class Limits:
     max_bytes: int = 2 * 1024**3  # per file, uploaded or downloaded (2 GiB)
     max_duration: float = 3 * 3600.0  # seconds of media per file (3 h: ~25 min of work for Whisper base on 2 cores)
     max_files: int = 20  # files and links in one job
-    max_job_bytes: int = 8 * 1024**3  # video one job may write (burned-in and soft-subtitled copies)
+    max_job_bytes: int = 8 * 10**9  # video one job may write (burned-in, soft-subtitled and preview copies)
     download_seconds: float = 1800.0  # wall time a link's download may take
     min_download_rate: float = 32_000.0  # bytes per second a download must average after its first 30 s
 
