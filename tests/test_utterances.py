@@ -11,11 +11,17 @@ from whisper.decoding import DecodingOptions
 
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer
 from benchmarks.utterances import subtitle
+from pipeline.cpu import cpu
 from pipeline.transcribe import TranscribeOptions, _parts
 from pipeline.vad import SpeechMap
 
 SEEDS = [1, 2, 3]
 STILL_MISSED = {1, 3}  # seeds that still lose or delay an utterance: strict expected failures until they hold
+# f32 sums in another order on AMX (oneDNN's kernels), and whisper's reading of a borderline clip in its context tips:
+# on the AMX Xeon of 2026-11-26, seed 2 wrote 89 % of the spontaneous acoustic-corpus clip's words (90 % needed; the
+# clip alone: 90 % or more), at the engine of d4bac35 as after it. Still a miss to mend (issue 11), so still strict.
+if cpu().has_amx:
+    STILL_MISSED = STILL_MISSED | {2}
 ENGLISH = TranscribeOptions(language="en")
 
 
