@@ -221,5 +221,6 @@ def test_a_new_upload_replaces_the_files_and_one_progress_line_counts_up(page, v
         time.sleep(0.25)
     assert "Done" in text
     seconds = [sum(int(x) * 60**k for k, x in enumerate(reversed(e.split(":")))) for _, _, e in seen]
-    assert len(set(seconds)) >= 3 and seconds == sorted(seconds)  # it counts up, never back to 0
+    # it counts up, never back to 0 (two values at least: on an AMX Xeon the clip is transcribed in about 3 s)
+    assert len(set(seconds)) >= 2 and seconds == sorted(seconds)
     assert [int(p) for p, _, _ in seen] == sorted(int(p) for p, _, _ in seen)
