@@ -44,10 +44,8 @@ from pipeline.jobs import (
     Policy,
     Progress,
     SourceFound,
-    check_disk,
-    check_file,
     check_job,
-    done_before,
+    plan_job,
     run_job,
     stream,
     unique_stem,
@@ -316,25 +314,14 @@ class _Batch:
     def run(self) -> JobResult:
         spec = self.spec
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        checked = {}
-        for i, item in enumerate(spec.inputs):  # every local file is checked here before any work starts
-            if isinstance(item, Path):
-                try:
-                    checked[i] = check_file(item, self.policy.limits, self.stop)
-                except SubtitleError as e:
-                    self.fail(i, str(e))
-        skipped = (
-            []
-            if spec.overwrite
-            else [s for i in list(checked) if (s := done_before(spec, i, self.out_dir, self.stems))]
-        )
-        for s in skipped:
-            del checked[s.index]
+        plan = plan_job(spec, self.out_dir, self.policy, self.stems, self.stop)
+        for i, message in plan.failed:
+            self.fail(i, message)
+        for s in plan.skipped:
             self._end(s.index)
             self.emit(s)
-        check_disk(spec, [(spec.inputs[i].stat().st_size, checked[i]) for i in checked], self.out_dir, self.policy)
+        checked, todo = plan.checked, list(plan.todo)
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
-        todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
         for i in todo:
             if i in checked:
                 self.stem[i] = unique_stem(Path(spec.inputs[i]).stem, self.stems)
@@ -347,7 +334,7 @@ class _Batch:
         if self.stopped:
             raise Cancelled
         failed = tuple(sorted(self.failed.values(), key=lambda f: f.index))
-        return JobResult(tuple(self.files[i] for i in sorted(self.files)), failed, tuple(skipped))
+        return JobResult(tuple(self.files[i] for i in sorted(self.files)), failed, plan.skipped)
 
     def attempt(self, worker, i: int, attempt: int) -> None:
         """Input i on `worker`, its events passed on; RayActorError when the worker dies under it."""

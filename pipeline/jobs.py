@@ -314,29 +314,15 @@ class _Job:
     def run(self) -> JobResult:
         spec = self.spec
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        checked: dict[int, MediaInfo] = {}
-        failed: list[FileFailed] = []
-        for i, item in enumerate(spec.inputs):  # every local file is checked before any work starts
-            if isinstance(item, Path):
-                try:
-                    checked[i] = check_file(item, self.policy.limits, self.stop)
-                except SubtitleError as e:
-                    failed.append(self._failed(i, e))
+        plan = plan_job(spec, self.out_dir, self.policy, self.stems, self.stop)
+        failed = [self._failed(i, SubtitleError(message)) for i, message in plan.failed]
+        for s in plan.skipped:
+            self.emit(s)
         cues = None
         if spec.subtitles is not None:
             cues = parse(read_subtitles(Path(spec.subtitles)))
-        skipped = (
-            []
-            if spec.overwrite
-            else [s for i in list(checked) if (s := done_before(spec, i, self.out_dir, self.stems))]
-        )
-        for s in skipped:
-            del checked[s.index]
-            self.emit(s)
-        check_disk(spec, [(item.stat().st_size, checked[i]) for i, item in enumerate(spec.inputs) if i in checked],
-                   self.out_dir, self.policy)  # fmt: skip
         files: list[FileResult] = []
-        todo = [i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path)]
+        checked, todo = plan.checked, list(plan.todo)
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
         self.pending = list(todo) if cues is None else []
         with ThreadPoolExecutor(1) as self.pool:  # ffmpeg decodes the next file's audio during the current one's work
@@ -352,7 +338,7 @@ class _Job:
                         path.unlink(missing_ok=True)
                     shutil.rmtree(self.work_dir / f"download-{i}", ignore_errors=True)  # (nor its download)
                     failed.append(self._failed(i, e))
-        return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)), tuple(skipped))
+        return JobResult(tuple(files), tuple(sorted(failed, key=lambda f: f.index)), plan.skipped)
 
     def _failed(self, i: int, error: SubtitleError) -> FileFailed:
         item = self.spec.inputs[i]
@@ -606,6 +592,37 @@ def zip_outputs(files: Sequence[Path], out_dir: Path) -> Path:
     return target
 
 
+@dataclass(frozen=True)
+class JobPlan:
+    """What a job does with its inputs, decided before any work (plan_job)."""
+
+    checked: dict[int, MediaInfo]  # the local inputs that passed their checks, by index (skipped ones left out)
+    failed: tuple[tuple[int, str], ...]  # the local inputs refused, each with its one-line reason
+    skipped: tuple[FileSkipped, ...]  # the local inputs whose outputs an earlier run wrote (spec.overwrite False)
+    todo: tuple[int, ...]  # the inputs to work on, in order: the checked local files and every link
+
+
+def plan_job(
+    spec: JobSpec, out_dir: Path, policy: Policy, stems: set[str], stop: threading.Event | None = None
+) -> JobPlan:
+    """The start every executor makes: every local file checked (check_file), the ones done before skipped (their
+    names taken in `stems`), and the disk budget checked for the rest (SubtitleError: the whole job is refused)."""
+    checked: dict[int, MediaInfo] = {}
+    failed = []
+    for i, item in enumerate(spec.inputs):
+        if isinstance(item, Path):
+            try:
+                checked[i] = check_file(item, policy.limits, stop)
+            except SubtitleError as e:
+                failed.append((i, str(e)))
+    skipped = [] if spec.overwrite else [s for i in list(checked) if (s := done_before(spec, i, out_dir, stems))]
+    for s in skipped:
+        del checked[s.index]
+    check_disk(spec, [(spec.inputs[i].stat().st_size, media) for i, media in checked.items()], out_dir, policy)
+    todo = tuple(i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path))
+    return JobPlan(checked, tuple(failed), tuple(skipped), todo)
+
+
 def check_file(path: Path, limits: Limits | None, stop: threading.Event | None = None) -> MediaInfo:
     """The media of a local input, refused (SubtitleError) when it has no audio or is over the server's limits."""
     info = require_audio(path, stop)
@@ -703,6 +720,8 @@ __all__ = [
     "SourceFound",
     "SubtitleResult",
     "check_disk",
+    "JobPlan",
+    "plan_job",
     "video_bytes",
     "check_file",
     "check_job",
