@@ -38,6 +38,32 @@ from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.model import OVWhisper
 from pipeline.segment import Word, normalized
+from pipeline.tuning import (
+    COVER_SLACK,
+    FILL,
+    GAP_KEPT,
+    LEAD_IN,
+    LONG_WORD,
+    LOOP_REPEATS,
+    LOUDNESS_STEP,
+    MAX_GAIN,
+    MIN_PART,
+    MISSED_SPEECH,
+    ONSET_EARLY_MAX,
+    PAUSE_TAIL,
+    QUIET_BELOW,
+    QUIET_DBFS,
+    REDECODES,
+    SENTENCE_PAUSE,
+    SKIPPED_SPEECH,
+    SNAP_MAX,
+    SOUND_ALONE,
+    SOUND_TAIL,
+    STRETCHED_WORD,
+    SURE_LOGPROB,
+    SURE_NO_SPEECH,
+    UNHEARD,
+)
 from pipeline.vad import SOUND_BRIDGE, SpeechMap, VadOptions, frame_levels, speech_map
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
@@ -221,9 +247,6 @@ class _Request:
     heard: bool
 
 
-MIN_PART = 60.0  # seconds: no part of a recording decoded side by side with others is shorter
-
-
 def _parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: int) -> list[tuple[int, int]]:
     """[first, last) frames of up to n parts of the recording, cut in the longest pause near each even split (by
     the detected speech; without it, in the quietest second)."""
@@ -328,7 +351,7 @@ class _Stream:
         audio = np.concatenate([self.audio[a * HOP_LENGTH : b * HOP_LENGTH] for a, b in window.pieces])
         # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there. A
         # window of a sound is planned where the level stands out from its surroundings (SpeechMap.sounds): it may
-        # be quieter (a whisper at -73 dBFS, after digital silence, reads "This is all very whisper.")
+        # be quieter, and is decoded however quiet (a whisper after digital silence; docs/longform.md, QUIET_DBFS)
         if segment_size <= 0 or (window.heard and _is_quiet(audio)):
             return None, [], segment_size
         if window.heard and self.speech is not None:
@@ -384,10 +407,10 @@ def _decode_batch(
     Windows the detector heard nothing in are asked about cheaply first (_no_speech_prob). The rest are decoded at
     temperature 0 as batches of up to options.batch_size, each row with its own prompt: whisper's DecodingTask
     takes one prompt length for a batch, so only windows whose prompts are equally long (at most whisper's 223
-    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's cost 1.4 points of WER
-    on a test recording, and lost a whisper that the longer prompt kept.) A row that fails whisper's thresholds is
-    decoded again alone at the next temperatures (_decode_with_fallback), as whisper.transcribe would, and a row
-    that only says its prompt's last words again (_echoes) is decoded again without the prompt."""
+    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's costs accuracy, and
+    words that the longer prompt keeps: docs/longform.md, MIN_PART.) A row that fails whisper's thresholds is decoded
+    again alone at the next temperatures (_decode_with_fallback), as whisper.transcribe would, and a row that only
+    says its prompt's last words again (_echoes) is decoded again without the prompt."""
     results: list[DecodingResult | None] = [None] * len(requests)
     asked = [i for i, r in enumerate(requests) if r.heard or _no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
@@ -416,9 +439,9 @@ def _decode_batch(
 
 
 def _echoes(tokens: list[int], prompt, eot: int) -> bool:
-    """Whether a decode's text (tokens below `eot`: no timestamps) is only the last words of its prompt again.
-    Prompted with "... 8. The Press Yard", whisper wrote "The Press Yard" over the next, different sentence, twice,
-    and lost it (the speed benchmark's pauses recording); without the prompt it wrote that sentence."""
+    """Whether a decode's text (tokens below `eot`: no timestamps) is only the last words of its prompt again:
+    whisper, prompted with a heading, can write that heading again over the next, different sentence and lose the
+    sentence, which it writes without the prompt (docs/longform.md, The prompt)."""
     said = [t for t in tokens if t < eot]
     before = [t for t in prompt or () if t < eot]
     return bool(said) and len(said) <= len(before) and before[-len(said) :] == said
@@ -437,31 +460,6 @@ def _to_segment(seg: dict) -> Segment:
         temperature=result.temperature,
         words=None if words is None else tuple(Word(w["start"], w["end"], w["word"], w["probability"]) for w in words),
     )
-
-
-LEAD_IN = 0.2  # seconds of audio kept before speech starts, so the first word is whole
-SENTENCE_PAUSE = 0.5  # a pause this long is a good place to end a window
-PAUSE_TAIL = 1.0  # at most this much of the pause is kept at the end of a window
-REDECODES = 3  # decodes, at most, of speech that a decode of skipped speech skipped again
-MISSED_SPEECH = 0.5  # speech this far after the last decoded text, and at least this long, is decoded again
-SKIPPED_SPEECH = 1.0  # seconds of speech, at least, in a stretch inside decoded text worth decoding again (see
-#   _uncovered)
-SNAP_MAX = 1.0  # a segment's start (without word times) moves onto the detected speech by at most this much
-ONSET_EARLY_MAX = 0.5  # seconds: the first word of a region of speech starts up to this much sooner, at its start
-STRETCHED_WORD = 0.6  # seconds: a first word this long was drawn back over what came before it (_unstretch)
-QUIET_BELOW = 20.0  # dB: a word this far under the speech after it lies in silence (whisper's alignment put it there)
-LONG_WORD = 1.5  # seconds: no spoken word is longer (a timed word covers at most this much in _uncovered)
-COVER_SLACK = 0.3  # decoded text is taken to cover this much more audio on each side
-UNHEARD = 2.0  # seconds without detected speech that are searched for sounds the detector missed
-SOUND_TAIL = 0.3  # seconds kept after such a sound
-SOUND_ALONE = 1.0  # seconds: a shorter sound, away from speech, is not decoded (on the six seeded compositions, the
-#   10 windows of such sounds, 0.7-1.25 s, gave no text; the whispers whisper wrote were sounds of 1.9 s or more)
-# where the detector heard no speech, whisper's text is kept only when whisper is sure of it. Measured on sounds the
-# detector missed (Whisper base, seeded compositions): whispers, falsetto and speech with a cold decode at avg_logprob
-# -0.19 to -0.52 (no_speech_prob 0.15 to 0.93!), synthetic music at -0.74 to -0.76, "Thank you." over a breath at
-# -0.79 to -0.92; white noise measures no_speech_prob 0.99
-SURE_NO_SPEECH = 0.95
-SURE_LOGPROB = -0.6
 
 
 @dataclass(frozen=True)
@@ -567,14 +565,6 @@ def _leading(flags: list[bool]) -> int:
     return next((i for i, flag in enumerate(flags) if not flag), len(flags))
 
 
-FILL = 20.0  # seconds: a window ends in its latest pause past this point, however short, rather than in an earlier
-#   longer one (in continuous speech the detector finds few pauses of SENTENCE_PAUSE: windows were 8-15 s long)
-LOUDNESS_STEP = 12.0  # dB under the loudest speech in a window that is raised to it (_gains; between the clips of
-#   the continuous recording, 6 dB at most; quiet utterances in the compositions, 18-26 dB)
-MAX_GAIN = 30.0  # dB
-GAP_KEPT = (0.6, 0.4)  # seconds of a silence left out of a window that are kept after the speech, and before it
-
-
 def _plan_window(speech: SpeechMap, seek: int, content_frames: int) -> _Window | None:
     """The next window from `seek`, or None when nothing is left.
 
@@ -667,8 +657,8 @@ def _gains(speech: SpeechMap, start: float, end: float) -> list[tuple[float, flo
     SENTENCE_PAUSE or more; MISSED_SPEECH seconds of speech or more) LOUDNESS_STEP dB or more under the loudest run,
     raised to it (by MAX_GAIN at most), from the middle of the pause before it to the middle of the pause after.
     Given a quiet sentence and a loud one in one window, whisper wrote the loud one and skipped the quiet one,
-    before it or after it, and skipped it again when decoded from its start (seeded compositions: utterances 18-26
-    dB quieter were lost whole); alone in a window, or as loud as the rest, it wrote it."""
+    before it or after it, and skipped it again when decoded from its start; alone in a window, or as loud as the
+    rest, it wrote it (docs/longform.md, LOUDNESS_STEP)."""
     pauses = [(a, b) for a, b in speech.pauses(start, end) if b - a >= SENTENCE_PAUSE]
     bounds = [start, *(x for p in pauses for x in p), end]
     runs = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if speech.speech_in(a, b) >= MISSED_SPEECH]
@@ -711,8 +701,8 @@ def _blip_end(speech: SpeechMap, a: float, b: float, limit: int, onset: float | 
 def _sounds_end(sounds: list[tuple[float, float]], onset: float | None) -> float:
     """Where the first of `sounds` ends, or the last of those after it that each start within UNHEARD seconds of
     the one before (none of them running into the speech at `onset`): after a whisper the detector heard some of,
-    sounds that close together share its window, as speech does across pauses under UNHEARD (two whispered
-    sentences 0.8 s apart took two encoder passes). (A sound the detector heard none of keeps a window of its own:
+    sounds that close together share its window, as speech does across pauses under UNHEARD (one encoder pass, not
+    one per whispered sentence). (A sound the detector heard none of keeps a window of its own:
     the next sound could be another kind, speech after music.)"""
     end = sounds[0][1]
     for a, b in sounds[1:]:
@@ -742,12 +732,8 @@ def _uncovered(speech: SpeechMap, window_start: float, segments: list[dict]) -> 
     second sentence, or skips a quiet sentence inside a segment that runs on with the louder one after it.
 
     Each decode is a whole window's encoder pass, and a stretch with under SKIPPED_SPEECH seconds of speech is not
-    worth one. On six seeded compositions (at 8cf371d), 18 of 23 such stretches that were partly pause found nothing,
-    "Uh", "Um" or "Thank you."; the one that found words ("has never been") was all speech, so all-speech stretches
-    of MISSED_SPEECH seconds or more were decoded too. Since then whisper reads those words in their window: on the
-    speed benchmark's two recordings and the six seeds, the 8 all-speech stretches of 0.5-0.7 s (3 of them a word
-    whose timing slipped, "psalters") gave nothing, "so" or "That's all for now." (both unsure, dropped) and "Thank
-    you." (a filler): 8 encoder passes, no words."""
+    worth one: decoded alone, such stretches (a breath, an "uh", a word whose timing slipped) give nothing, a filler
+    or an unsure made-up line (docs/longform.md, SKIPPED_SPEECH)."""
     # a timed word covers at most its last LONG_WORD seconds: where whisper skipped speech, its alignment stretches
     # the next word back across what was skipped
     covered = [(max(w["start"], w["end"] - LONG_WORD), w["end"]) for seg in segments for w in seg.get("words") or []]
@@ -776,12 +762,11 @@ def _skipped(speech: SpeechMap, start: float, found: list[dict], end: float) -> 
 
 def _new_speech(seg: dict, segments: list[dict]) -> bool:
     """Whether a segment decoded again on its own is speech that `segments` lack: whisper is sure of its words
-    (avg log-probability over SURE_LOGPROB; given under a second of speech on its own, it made up "That's all for
-    now." and "so" over "psalters" at -0.92 and -0.78, and the sentences it had skipped read at -0.22 to -0.46; its
-    no-speech probability, 0.59-0.97 for all of them, tells them apart no better: not _sure), not one of whisper's
-    filler lines (alone, whisper writes "Thank you." over a breath or a hum that it left out in context; on the
-    development seeds, dropping them kept every word and saved the decodes that would have followed them), nor the
-    words beside it said again (_merge_repeat, which retimes those words)."""
+    (avg log-probability over SURE_LOGPROB: given under a second of speech on its own, whisper makes up lines it is
+    unsure of, while the sentences it had skipped read surer; its no-speech probability tells them apart no better,
+    so not _sure), not one of whisper's filler lines (alone, whisper writes "Thank you." over a breath or a hum that it
+    left out in context), nor the words beside it said again (_merge_repeat, which retimes those words). The
+    measurements: docs/longform.md, SURE_LOGPROB (in a re-decode) and FILLERS (in a re-decode)."""
     if seg["result"].avg_logprob <= SURE_LOGPROB:
         return False
     return not FILLERS.match(normalized(seg["text"])) and not _merge_repeat(seg, segments)
@@ -790,7 +775,8 @@ def _new_speech(seg: dict, segments: list[dict]) -> bool:
 def _merge_repeat(seg: dict, segments: list[dict]) -> bool:
     """If a segment decoded again on its own says what the words right after it, or right before it, in `segments`
     say (whisper's alignment put those words beside their speech, which then looked skipped), those words take its
-    times and True is returned: the caller drops it (the same text twice, "1455 1455", was a duplicate cue)."""
+    times and True is returned: the caller drops it (kept, the same words would be written twice, a duplicate
+    cue)."""
     said = [w for w in seg.get("words") or [] if normalized(w["word"])]
     if not said:
         return False
@@ -989,9 +975,6 @@ def _too_repetitive(result: DecodingResult, options: TranscribeOptions) -> bool:
     return threshold is not None and result.compression_ratio > threshold
 
 
-LOOP_REPEATS = 3  # a run of tokens said this many times in a row, in a decode already judged repetitive, is a loop
-
-
 def _cut_loop(piece: list[int], timestamp_begin: int) -> list[int]:
     """Runaway repetition cut at its first occurrence ("I don't know, I don't know, I don't know" -> "I don't
     know,"), keeping the piece's timestamp tokens. Only for decodes whose compression ratio stayed too high."""
@@ -1008,9 +991,6 @@ def _cut_loop(piece: list[int], timestamp_begin: int) -> list[int]:
             if repeats >= LOOP_REPEATS:
                 return piece[:head] + body[: i + period] + piece[len(piece) - tail :]
     return piece
-
-
-QUIET_DBFS = -60.0  # RMS level below which a window holds no audible speech (speech is typically -35..-15 dBFS)
 
 
 def _is_quiet(samples: np.ndarray) -> bool:
