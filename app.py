@@ -424,11 +424,14 @@ def cues_to_srt(rows: list[list[str]]) -> str:
         if len(text) > MAX_CUE_CHARS:
             raise SubtitleError(f"Cue {n} has more than {MAX_CUE_CHARS} characters of text: shorten it")
         for name, value in (("start", start), ("end", end)):
-            if not re.fullmatch(rf"(\d{{1,{MAX_HOUR_DIGITS}}}:)?\d{{1,2}}:\d{{2}}([.,]\d{{1,3}})?", value[:40]):
+            if not _TIME_CELL.fullmatch(value[:40]):
                 raise SubtitleError(f"Cue {n}: the {name} {value[:40]!r} is not a time like 00:01:02.500")
         stamp = [v.replace(".", ",") if "." in v or "," in v else v + ",000" for v in (start, end)]
         blocks.append(f"{n}\n{stamp[0]} --> {stamp[1]}\n" + "\n".join(line.strip() for line in text.split(" / ")))
     return "\n\n".join(blocks) + "\n"
+
+
+_TIME_CELL = re.compile(rf"(\d{{1,{MAX_HOUR_DIGITS}}}:)?\d{{1,2}}:\d{{2}}([.,]\d{{1,3}})?")  # a time in the cue table
 
 
 def cue_problems(table) -> str:

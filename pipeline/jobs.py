@@ -33,7 +33,6 @@ from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, hu
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
 from pipeline.render import (
     AUDIO_RATE,
-    BROWSER_VIDEO,
     BURN_MAX_RATE,
     CJK_LANGUAGES,
     BurnOptions,
@@ -41,6 +40,7 @@ from pipeline.render import (
     can_mux_mp4,
     mux_soft,
     preview,
+    preview_reencodes,
 )
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
@@ -664,8 +664,8 @@ def video_bytes(spec: JobSpec, size: int, media: MediaInfo) -> int:
     if spec.soft:
         need += 2 * size + audio
     if spec.preview and not (spec.burn and media.has_video):
-        reencoded = media.has_video and media.video_codec not in BROWSER_VIDEO
-        need += PREVIEW_SECONDS * (BURN_MAX_RATE + AUDIO_RATE) / 8 if reencoded else size + audio
+        reencoded = PREVIEW_SECONDS * (BURN_MAX_RATE + AUDIO_RATE) / 8
+        need += reencoded if preview_reencodes(media) else size + audio
     return int(need)
 
 

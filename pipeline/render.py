@@ -242,6 +242,11 @@ def mux_soft(
         return _write(out, args, work, media.duration or 0.0, timeout, lambda fraction: None, None, stop, max_bytes)
 
 
+def preview_reencodes(media: MediaInfo) -> bool:
+    """Whether `preview` re-encodes the picture (a codec browsers do not play) rather than copying it."""
+    return media.has_video and media.video_codec not in BROWSER_VIDEO
+
+
 def preview_suffix(media: MediaInfo) -> str:
     """The container of `preview`'s file: WebM for VP8/VP9, else MP4."""
     return BROWSER_VIDEO.get(media.video_codec or "", ".mp4") if media.has_video else ".mp4"
@@ -261,7 +266,7 @@ def preview(
     plays is remuxed whole (its picture and audio copied; audio it can't play re-encoded); other video is re-encoded
     to H.264 for its first `seconds`; audio alone goes into an MP4. Returns `out_stem` + preview_suffix(media)."""
     out = Path(out_stem).with_name(Path(out_stem).name + preview_suffix(media))
-    if media.has_video and media.video_codec not in BROWSER_VIDEO:
+    if preview_reencodes(media):
         return burn(source, [], out, options=BurnOptions(preview_seconds=seconds), media=media, stop=stop,
                     threads=threads, max_bytes=max_bytes)  # fmt: skip
     webm = out.suffix == ".webm"
