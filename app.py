@@ -53,7 +53,7 @@ from pipeline.media import Limits, hms, probe
 from pipeline.model import ModelOptions, resolve_precision
 from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
-from pipeline.subtitles import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, format_timestamp
+from pipeline.subtitles import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long, format_timestamp
 from pipeline.transcribe import LANGUAGES
 
 log = logging.getLogger("subtitle-generator")
@@ -422,7 +422,7 @@ def cues_to_srt(rows: list[list[str]]) -> str:
     for n, row in enumerate(rows, start=1):
         start, end, text = (str(v).strip() for v in row[-3:])
         if len(text) > MAX_CUE_CHARS:
-            raise SubtitleError(f"Cue {n} has more than {MAX_CUE_CHARS} characters of text: shorten it")
+            raise cue_too_long(n)
         for name, value in (("start", start), ("end", end)):
             if not _TIME_CELL.fullmatch(value[:40]):
                 raise SubtitleError(f"Cue {n}: the {name} {value[:40]!r} is not a time like 00:01:02.500")

@@ -26,9 +26,9 @@ MAX_CUE_CHARS = 1_000  # characters of one cue's text (a readable cue: under 100
 MAX_HOUR_DIGITS = 4  # digits of a time's hours (9999 h); more is not a time but a number that breaks float()
 # <i>, <font ...>, {\an8}: not shown, not counted. A tag's body stops at the next "<" or "{", so no input makes the
 # pattern go back over what it has read (on "<a<a<a..." the old [^>]* did: quadratic, 25 minutes for 2 MB).
-_TAG = re.compile(r"</?[a-zA-Z][^<>]*>|\{\\[^{}]*\}")
-_VTT_TAG = re.compile(r"<[^<>]*>")  # in WebVTT every "<" opens a tag (<i>, <c.x>, <v Anna>, <00:00:01.000>)
 _OVERRIDE = re.compile(r"\{\\[^{}]*\}")  # an SSA override block ({\an8}): never cue text, in any format
+_TAG = re.compile(rf"</?[a-zA-Z][^<>]*>|{_OVERRIDE.pattern}")
+_VTT_TAG = re.compile(r"<[^<>]*>")  # in WebVTT every "<" opens a tag (<i>, <c.x>, <v Anna>, <00:00:01.000>)
 _TAG_START = re.compile(r"<(?=[a-zA-Z/])")  # what would open a tag in SRT text
 _STAMP = r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{1,3})"  # (hours bounded in _seconds, with a message)
 _CUE_TIMES = re.compile(rf"^\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?$")
@@ -206,7 +206,7 @@ def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
             raise SubtitleError(f"The subtitles have more than {MAX_CUES} cues: split them into shorter files")
         body = lines[at + 1 :]
         if sum(len(line) for line in body) > MAX_CUE_CHARS:
-            raise SubtitleError(f"Cue {n} has more than {MAX_CUE_CHARS} characters of text: shorten it")
+            raise cue_too_long(n)
         m = _CUE_TIMES.match(lines[at])
         if vtt:  # WebVTT's tags, then its entities (SRT has none): "&lt;i&gt;" is text, "&#123;\\an8&#125;" is not
             body = [_OVERRIDE.sub("", html.unescape(_VTT_TAG.sub("", line))) for line in body]
@@ -224,6 +224,11 @@ def _seconds(n: int, fields: tuple[str | None, ...]) -> float:
     if h is not None and len(h) > MAX_HOUR_DIGITS:
         raise SubtitleError(f"Cue {n} has a time of {h[:12]}{'…' if len(h) > 12 else ''} hours: fix its timing line")
     return int(h or 0) * 3600 + int(m) * 60 + int(s) + int(fraction) / 10 ** len(fraction)
+
+
+def cue_too_long(n: int) -> SubtitleError:
+    """The message for cue n over MAX_CUE_CHARS (a file's, or a row of the page's table)."""
+    return SubtitleError(f"Cue {n} has more than {MAX_CUE_CHARS} characters of text: shorten it")
 
 
 def _too_long(name: str) -> SubtitleError:
