@@ -37,7 +37,6 @@ from pipeline.errors import OptionError
 from pipeline.executors import Executor, add_arguments, executor
 from pipeline.files import sweep
 from pipeline.jobs import (
-    PREVIEW_SECONDS,
     CueDecoded,
     FileFailed,
     JobResult,
@@ -46,12 +45,11 @@ from pipeline.jobs import (
     Progress,
     Source,
     SourceFound,
-    write_outputs,
-    zip_outputs,
 )
 from pipeline.media import Limits, hms, probe
 from pipeline.model import ModelOptions, resolve_precision
-from pipeline.render import BurnOptions, Style
+from pipeline.outputs import write_outputs, zip_outputs
+from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
 from pipeline.segment import CueRules
 from pipeline.subtitles import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long, format_timestamp
 from pipeline.transcribe import LANGUAGES

@@ -27,10 +27,10 @@ from pipeline.jobs import (
     run_job,
     subtitle_audio,
     subtitle_file,
-    write_outputs,
 )
 from pipeline.media import load_audio, probe
 from pipeline.model import ModelCache, ModelOptions, OVWhisper, load_model
+from pipeline.outputs import write_outputs
 from pipeline.segment import Cue, CueRules, Word
 from pipeline.subtitles import FORMATS
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe

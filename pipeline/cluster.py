@@ -44,13 +44,12 @@ from pipeline.jobs import (
     Policy,
     Progress,
     SourceFound,
-    check_job,
-    plan_job,
     run_job,
     stream,
-    unique_stem,
 )
 from pipeline.model import ModelCache, ModelOptions
+from pipeline.outputs import unique_stem
+from pipeline.plan import check_job, plan_job
 from pipeline.subtitles import read_subtitles
 
 

@@ -9,7 +9,8 @@ work has stopped.
 
 An input that fails (unreadable, no audio, over a limit, a dead link) fails alone: a `FileFailed` event, none of its
 files left behind, and the other inputs go on. Options are checked where they are built (each dataclass checks
-itself), so a bad option fails before any work.
+itself), so a bad option fails before any work. `pipeline.plan` checks the inputs and the disk budget before the
+work; `pipeline.outputs` names and writes the files.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import queue
 import shutil
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -28,23 +28,14 @@ import numpy as np
 
 from pipeline.download import download
 from pipeline.errors import Cancelled, OptionError, SubtitleError
-from pipeline.files import atomic_path
-from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, human_size, load_audio, require_audio
+from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
-from pipeline.render import (
-    AUDIO_RATE,
-    BURN_MAX_RATE,
-    CJK_LANGUAGES,
-    BurnOptions,
-    burn,
-    can_mux_mp4,
-    mux_soft,
-    preview,
-    preview_reencodes,
-)
+from pipeline.outputs import title_stem, unique_stem, write_outputs
+from pipeline.plan import check_disk, check_job, plan_job, video_room
+from pipeline.render import CJK_LANGUAGES, PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, clean_cues, parse, read_subtitles, render
+from pipeline.subtitles import FORMATS, clean_cues, parse, read_subtitles
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
@@ -281,21 +272,6 @@ class _Raised:
     error: BaseException
 
 
-def check_job(spec: JobSpec, policy: Policy) -> None:
-    """Refuse a job as a whole (SubtitleError) before any work: too many inputs, a model not offered or not found."""
-    limits = policy.limits
-    if limits is not None and len(spec.inputs) > limits.max_files:
-        raise SubtitleError(
-            f"{len(spec.inputs)} files is too many for one job; this server takes up to {limits.max_files}"
-        )
-    if policy.models is not None and spec.model.model not in policy.models:
-        raise OptionError("model", f"Unknown model {spec.model.model!r}: choose one of the list")
-    if spec.subtitles is None:
-        from convert.checkpoints import resolve_checkpoint  # (convert imports pipeline: imported here)
-
-        resolve_checkpoint(spec.model.model)  # an unknown name or path fails now, not after a download
-
-
 class _Job:
     def __init__(self, spec, out_dir: Path, work_dir: Path, models: ModelCache, policy: Policy, emit, stop=None):
         self.spec, self.out_dir, self.work_dir, self.models, self.policy = spec, out_dir, work_dir, models, policy
@@ -399,7 +375,7 @@ class _Job:
             result = SubtitleResult(tuple(clean_cues(cues, duration)), info, media)
         self._report(i, "write", None, f"Writing the subtitles of {source.title}")
         # a file's own name is kept as it is (it is a name on this file system already); a page title is made one
-        stem = unique_stem(Path(source.title).stem if isinstance(item, Path) else _file_name(source.title), self.stems)
+        stem = unique_stem(Path(source.title).stem if isinstance(item, Path) else title_stem(source.title), self.stems)
         outputs = []
         for path in write_outputs(result, spec.formats, self.out_dir, stem):
             written.append(path)
@@ -421,7 +397,7 @@ class _Job:
                 media,
                 self.stop,
                 self.policy.threads,
-                self._room(),
+                video_room(self.out_dir, self.policy, self.spent),
             )
             self._spend(burned, written)
             outputs.append(burned)
@@ -430,7 +406,7 @@ class _Job:
             self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
-                                media, self.stop, self._room())  # fmt: skip
+                                media, self.stop, video_room(self.out_dir, self.policy, self.spent))  # fmt: skip
                 self._spend(path, written)
                 outputs.append(path)
                 self.emit(FileWritten(i, path))
@@ -438,23 +414,9 @@ class _Job:
         if spec.preview and burned is None:
             self._report(i, "render", None, f"Making the preview of {source.title}")
             shown = preview(source.media, self.out_dir / f"{stem}.preview", media, PREVIEW_SECONDS, self.stop,
-                            self.policy.threads, self._room())  # fmt: skip
+                            self.policy.threads, video_room(self.out_dir, self.policy, self.spent))  # fmt: skip
             self._spend(shown, written)
         return FileResult(source, result, tuple(outputs), burned, time.monotonic() - started, shown)
-
-    def _room(self) -> int:
-        """Bytes the next video may take: what is left of the job's budget, and of the free disk (less a margin),
-        each shared with the copies the server keeps of it."""
-        copies = 1 + self.policy.kept_copies
-        free = shutil.disk_usage(self.out_dir).free
-        room = (free - _DISK_MARGIN) // copies
-        if room <= 0:
-            raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
-        if self.policy.limits is not None:
-            room = min(room, self.policy.limits.max_job_bytes // copies - self.spent)
-            if room <= 0:
-                raise SubtitleError(_over_budget(f"This job has written {human_size(self.spent)}", self.policy))
-        return room
 
     def _spend(self, path: Path, written: list[Path]) -> None:
         written.append(path)
@@ -503,8 +465,6 @@ class _Job:
         return result
 
 
-_DISK_MARGIN = 200 * 1024**2  # bytes kept free beyond what a job needs
-PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the preview (the rest is not shown)
 _NO_LIMITS = Limits(max_bytes=1 << 62, max_duration=float("inf"), max_files=1 << 30)
 
 
@@ -568,141 +528,6 @@ def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue
     return out
 
 
-def write_outputs(result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str) -> list[Path]:
-    """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path)."""
-    written = []
-    for fmt in formats:
-        if fmt not in FORMATS:
-            raise OptionError("formats", f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
-        text = render(fmt, result.cues, result.info.language, result.info.duration)
-        target = Path(out_dir) / f"{stem}.{fmt}"
-        with atomic_path(target) as tmp:
-            tmp.write_text(text, encoding="utf-8", newline="\n")
-        written.append(target)
-    return written
-
-
-def zip_outputs(files: Sequence[Path], out_dir: Path) -> Path:
-    """One zip of `files` (by their names), written whole or not at all. (The web app zips only the subtitle files:
-    a video in a zip would be one more copy of it on the disk.)"""
-    target = Path(out_dir) / "subtitles.zip"
-    with atomic_path(target) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in files:
-            z.write(f, f.name)
-    return target
-
-
-@dataclass(frozen=True)
-class JobPlan:
-    """What a job does with its inputs, decided before any work (plan_job)."""
-
-    checked: dict[int, MediaInfo]  # the local inputs that passed their checks, by index (skipped ones left out)
-    failed: tuple[tuple[int, str], ...]  # the local inputs refused, each with its one-line reason
-    skipped: tuple[FileSkipped, ...]  # the local inputs whose outputs an earlier run wrote (spec.overwrite False)
-    todo: tuple[int, ...]  # the inputs to work on, in order: the checked local files and every link
-
-
-def plan_job(
-    spec: JobSpec, out_dir: Path, policy: Policy, stems: set[str], stop: threading.Event | None = None
-) -> JobPlan:
-    """The start every executor makes: every local file checked (check_file), the ones done before skipped (their
-    names taken in `stems`), and the disk budget checked for the rest (SubtitleError: the whole job is refused)."""
-    checked: dict[int, MediaInfo] = {}
-    failed = []
-    for i, item in enumerate(spec.inputs):
-        if isinstance(item, Path):
-            try:
-                checked[i] = check_file(item, policy.limits, stop)
-            except SubtitleError as e:
-                failed.append((i, str(e)))
-    skipped = [] if spec.overwrite else [s for i in list(checked) if (s := done_before(spec, i, out_dir, stems))]
-    for s in skipped:
-        del checked[s.index]
-    check_disk(spec, [(spec.inputs[i].stat().st_size, media) for i, media in checked.items()], out_dir, policy)
-    todo = tuple(i for i in range(len(spec.inputs)) if i in checked or not isinstance(spec.inputs[i], Path))
-    return JobPlan(checked, tuple(failed), tuple(skipped), todo)
-
-
-def check_file(path: Path, limits: Limits | None, stop: threading.Event | None = None) -> MediaInfo:
-    """The media of a local input, refused (SubtitleError) when it has no audio or is over the server's limits."""
-    info = require_audio(path, stop)
-    if limits is not None:  # (a server: the duration must be known; decoding stops at the limit and is checked again)
-        check_limits(path.name, limits, size=path.stat().st_size, duration=info.duration, known=True)
-    return info
-
-
-def _file_name(title: str) -> str:
-    """A file name stem from a page title: no path separators, control or shell-special characters."""
-    return "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in title).strip(" .")
-
-
-def check_disk(
-    spec: JobSpec, inputs: Sequence[tuple[int, MediaInfo]], out_dir: Path, policy: Policy, spent: int = 0
-) -> None:
-    """Refuse inputs (bytes, media) whose videos would go over the server's per-job budget, or fill the disk, with
-    `spent` bytes written already. What each input's videos may take at most (video_bytes), once more for each copy
-    the server keeps. The files are bounded again as they are written (ffmpeg's -fs: _Job._room)."""
-    need = (1 + policy.kept_copies) * sum(video_bytes(spec, size, media) for size, media in inputs)
-    limits = policy.limits
-    if limits is not None and need + spent > limits.max_job_bytes:
-        raise SubtitleError(_over_budget(f"This job would write up to {human_size(need + spent)}", policy))
-    free = shutil.disk_usage(out_dir).free
-    if need + _DISK_MARGIN > free:
-        raise SubtitleError(f"The server's disk is too full for this job ({human_size(free)} free): try later")
-
-
-def video_bytes(spec: JobSpec, size: int, media: MediaInfo) -> int:
-    """The most one input of `size` bytes makes as video for `spec`: a burned-in copy is bounded by its duration at
-    the burn's bitrate cap (a 200-kB still 1080p clip burns to 10 times its size), plus its share of the audio; soft
-    subtitles copy it twice (and may encode AAC); a preview copies it (or re-encodes PREVIEW_SECONDS of it)."""
-    seconds = media.duration or 0.0
-    audio = seconds * AUDIO_RATE / 8  # (audio that cannot be copied is re-encoded at this rate)
-    need = 0.0
-    if spec.burn and media.has_video:
-        burned = min(seconds, spec.burn.preview_seconds or seconds)
-        need += burned * BURN_MAX_RATE / 8 + (size * burned / seconds if seconds else size) + audio
-    if spec.soft:
-        need += 2 * size + audio
-    if spec.preview and not (spec.burn and media.has_video):
-        reencoded = PREVIEW_SECONDS * (BURN_MAX_RATE + AUDIO_RATE) / 8
-        need += reencoded if preview_reencodes(media) else size + audio
-    return int(need)
-
-
-def _over_budget(written: str, policy: Policy) -> str:
-    kept = policy.kept_copies
-    copies = f" (with the {'copy' if kept == 1 else f'{kept} copies'} the server keeps of each)" if kept else ""
-    return (
-        f"{written} of video{copies}; this server allows {human_size(policy.limits.max_job_bytes)} per job: fewer or "
-        "shorter files, or no burned-in or soft-subtitled video"
-    )
-
-
-def done_before(spec: JobSpec, i: int, out_dir: Path, stems: set[str]) -> FileSkipped | None:
-    """Input i's outputs in out_dir, when an earlier run wrote them all (each newer than the input); its name is
-    then taken in `stems`, as it was in that run. Only for local inputs."""
-    item = spec.inputs[i]
-    stem = Path(item.name).stem
-    names = [f"{stem}.{fmt}" for fmt in spec.formats]
-    names += [f"{stem}.subtitled.mp4"] if spec.burn else []
-    names += [f"{stem}.subs.mkv"] if spec.soft else []
-    outputs = tuple(Path(out_dir) / name for name in names)
-    if stem.lower() in stems or not all(o.is_file() and o.stat().st_mtime >= item.stat().st_mtime for o in outputs):
-        return None
-    stems.add(stem.lower())
-    return FileSkipped(i, item.name, outputs)
-
-
-def unique_stem(stem: str, taken: set[str]) -> str:
-    """`stem`, short enough for the longest suffix we add, and unique within the job: "talk", "talk (2)", ..."""
-    stem = stem.encode("utf-8")[:120].decode("utf-8", "ignore").strip() or "subtitles"  # (names are 255 bytes at most)
-    unique, n = stem, 2
-    while unique.lower() in taken:
-        unique, n = f"{stem} ({n})", n + 1
-    taken.add(unique.lower())
-    return unique
-
-
 __all__ = [
     "Cancelled",
     "CueDecoded",
@@ -719,19 +544,9 @@ __all__ = [
     "Source",
     "SourceFound",
     "SubtitleResult",
-    "check_disk",
-    "JobPlan",
-    "plan_job",
-    "video_bytes",
-    "check_file",
-    "check_job",
-    "done_before",
     "run_job",
     "stream",
-    "unique_stem",
     "subtitle_audio",
     "subtitle_file",
     "to_cues",
-    "write_outputs",
-    "zip_outputs",
 ]

@@ -45,6 +45,7 @@ BROWSER_VIDEO = {"h264": ".mp4", "av1": ".mp4", "vp8": ".webm", "vp9": ".webm"}
 # picture. 8 Mbit/s is above what CRF 23 needs for 1080p talk or film, so the cap bites only on noise and confetti.
 BURN_MAX_RATE = 8_000_000  # bits per second of video
 AUDIO_RATE = 160_000  # bits per second of the AAC we encode when the audio cannot be copied
+PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the preview (the rest is not shown)
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")

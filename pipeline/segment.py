@@ -17,13 +17,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipeline.tuning import (
+    EARLIEST_CUT,
+    EARLY,
+    LATE,
+    OUT_OF_ORDER,
+    PAUSE,
+    PUNCTUATION_BREAK,
+    REPEAT_OVERLAP,
+    REPEAT_REACH,
+)
+
 # Han, kana, Hangul, CJK punctuation and full-width forms: the one definition of a Chinese/Japanese/Korean character
 CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
-PAUSE = 0.7  # seconds of silence between words that always ends a cue (a new utterance; measured on seeded
-#   compositions, 1.0 s ran two utterances 0.7-1 s apart into one cue that started early: 83 % of cue starts on time
-#   against 86 %, as many cues passing the checker)
 
 
 @dataclass(frozen=True)
@@ -94,10 +102,9 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
 def in_time_order(segments: Sequence[Sequence[Word]]) -> list[Word]:
     """The words of whisper's segments in the order they are said. That is the segments' order, but for a word that
     starts more than OUT_OF_ORDER seconds before a word given ahead of it: where whisper skipped a sentence and a
-    later decode filled it in, a segment's last word can lie after that sentence ("beautiful letters, the invention",
-    its last word 11 s on), and the sentence's words go back before it, by their starts. Word times that disagree
-    by less (the first word of a window against the last ones of the window before, or a first "I" that snapping
-    moved past the word after it) keep the order of the text."""
+    later decode filled it in, a segment's last word can lie after that sentence, and the sentence's words go back
+    before it, by their starts. Word times that disagree by less (the first word of a window against the last ones
+    of the window before, or a first word that snapping moved past the word after it) keep the order of the text."""
     keyed = []
     latest = key = float("-inf")
     for words in segments:
@@ -108,13 +115,10 @@ def in_time_order(segments: Sequence[Sequence[Word]]) -> list[Word]:
     return [w for *_, w in sorted(keyed, key=lambda k: k[:2])]
 
 
-OUT_OF_ORDER = 2.0  # seconds
-
-
 def _unrepeated(words: list[Word]) -> list[Word]:
     """Words in time order without a word that says what a word before it says over the same sound (more than
-    REPEAT_OVERLAP of it): two decodes of one stretch of speech, both kept ("talk like like this. this."). A word
-    said twice in a row follows itself (whisper's word times touch, end to start) and stays."""
+    REPEAT_OVERLAP of it, among the REPEAT_REACH words before it): two decodes of one stretch of speech, both kept.
+    A word said twice in a row follows itself (whisper's word times touch, end to start) and stays."""
     kept: list[tuple[str, Word]] = []
     for w in words:
         said = normalized(w.word)
@@ -123,10 +127,6 @@ def _unrepeated(words: list[Word]) -> list[Word]:
         ):
             kept.append((said, w))
     return [w for _, w in kept]
-
-
-REPEAT_REACH = 8  # words back that a repeat is looked for in
-REPEAT_OVERLAP = 0.02  # seconds: one of whisper's time steps
 
 
 def normalized(text: str) -> str:
@@ -193,23 +193,25 @@ def _rebalance(groups: list[list[Word]], rules: CueRules, line_chars: int, cjk: 
 
 def _best_cut(words: Sequence[Word], rules: CueRules) -> int:
     """Where to end the cue that cannot take the next word: after the latest sentence end, else the latest clause
-    end, else at the longest pause between words (the later one on ties); never in the first third when avoidable."""
+    end, else at the longest pause between words (the later one on ties); never before EARLIEST_CUT of its words
+    when avoidable."""
     n = len(words)
     if n == 1:
         return 1
     candidates = range(1, n)  # cut before words[cut]
     for pattern in (SENTENCE_END, CLAUSE_END):
-        found = [c for c in candidates if pattern.search(words[c - 1].word.strip()) and c >= n / 3]
+        found = [c for c in candidates if pattern.search(words[c - 1].word.strip()) and c >= n * EARLIEST_CUT]
         if found:
             return found[-1]
-    gaps = [(words[c].start - words[c - 1].end, c) for c in candidates if c >= n / 3] or [
+    gaps = [(words[c].start - words[c - 1].end, c) for c in candidates if c >= n * EARLIEST_CUT] or [
         (words[c].start - words[c - 1].end, c) for c in candidates
     ]
     return max(gaps)[1]
 
 
 def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) -> str:
-    """One line if it fits, else the balanced split into two (preferring a break after punctuation), else more."""
+    """One line if it fits, else the balanced split into two (preferring a break after punctuation, by
+    PUNCTUATION_BREAK characters of balance), else more."""
     text = _text(words, cjk)
     if len(text) <= line_chars or len(words) == 1:
         return text
@@ -218,17 +220,13 @@ def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) ->
         top, bottom = _text(words[:cut], cjk), _text(words[cut:], cjk)
         over = max(0, len(top) - line_chars) + max(0, len(bottom) - line_chars)
         punctuation = 0 if CLAUSE_END.search(top) or SENTENCE_END.search(top) else 1
-        score = (over, abs(len(top) - len(bottom)) + 6 * punctuation)
+        score = (over, abs(len(top) - len(bottom)) + PUNCTUATION_BREAK * punctuation)
         if best is None or score < best[0]:
             best = (score, cut)
     cut = best[1]
     if best[0][0] == 0 or max_lines <= 2:
         return _text(words[:cut], cjk) + "\n" + _text(words[cut:], cjk)
     return _text(words[:cut], cjk) + "\n" + _lines(words[cut:], line_chars, cjk, max_lines - 1)
-
-
-EARLY = 0.15  # seconds a cue too fast to read may start before its speech (4 frames), when the silence allows it
-LATE = 0.3  # seconds a cue may start after its speech when the cue before it needs the time to be read
 
 
 def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:

@@ -1,16 +1,18 @@
-"""The long-form decoder's tuned numbers (pipeline/transcribe.py), in one table.
+"""The tuned numbers of long-form decoding (pipeline/transcribe.py, pipeline/decoding.py, pipeline/longform/), the
+speech detector (pipeline/vad.py) and the cues (pipeline/segment.py), in one table.
 
 Each constant says its unit, what it trades (what goes wrong when it is larger, and when it is smaller), and the tests
-that pin it: a test function of tests/test_longform.py unless another file is named, with the parametrize rows that
-fail when the value moves by about a third either way (row comments are quoted; "under" names the comment a row sits
-under; "loosely": a row that takes the constant's path with a wide margin). A constant the unit tables do not pin is
-pinned only end to end, on real speech: the slow tests named.
+that pin it: a test function of its stage's table (tests/test_windows.py, test_decoding.py, test_redecode.py,
+test_snap.py, test_vad.py; the slow end-to-end ones in tests/test_longform.py) unless a file is named, with the
+parametrize rows that fail when the value moves by about a third either way (row comments are quoted; "under" names
+the comment a row sits under; "loosely": a row that takes the constant's path with a wide margin). A constant the
+unit tables do not pin is pinned only end to end, on real speech: the slow tests named.
 
 Which recordings showed the need for each value, what was measured and what was tried: docs/longform.md, one section
-per constant name. Detector-side numbers (SOUND_BRIDGE, RISE_BELOW_PEAK, MAX_FRAMES, ...) live in pipeline/vad.py.
+per constant name. The detector's and the cues' sections come last, each naming the test files it cites.
 """
 
-# --- window planning (_plan_window, _speech_window, _Window) ---------------------------------------------------------
+# --- window planning (plan_window, _speech_window, Window) ---------------------------------------------------------
 
 # Seconds of audio kept before detected speech where a window, a re-decode or a sound's window starts (and before the
 # first speech, for language detection). Larger: more of the pause before the speech, where whisper may start early
@@ -24,14 +26,14 @@ per constant name. Detector-side numbers (SOUND_BRIDGE, RISE_BELOW_PEAK, MAX_FRA
 LEAD_IN = 0.2
 
 # Seconds: a pause this long is a sentence's end. A window prefers to end in one; it bounds the runs of speech that
-# _gains levels; a word in a shorter gap is not moved onto the next speech (_first_word); a word after such a pause
-# that the detector heard none of starts where its sound rises (_snap_to_speech). Larger: continuous speech has few
+# gains levels; a word in a shorter gap is not moved onto the next speech (first_word); a word after such a pause
+# that the detector heard none of starts where its sound rises (snap_to_speech). Larger: continuous speech has few
 # such pauses, so windows end in gaps between words, and runs of different loudness merge. Smaller: gaps between
 # words count as sentence ends, one voice splits into runs that get levelled, words jump across word gaps.
 # Pinned by: test_plan_window rows "latest >= 0.5 s pause", the first row under "a silence (>= 2 s, no sound)" and
 # the row under "... a sound under 1 s, away from the speech after it"; test_gains (the three-run rows, pauses of 0.6
 # and 0.5 s; "a gap of 0.3 s: between words"); test_first_word_of_a_region row "in a 0.2-s gap between words: not a
-# pause to jump". Its use in _snap_to_speech (the rise after a pause) is pinned only end to end
+# pause to jump". Its use in snap_to_speech (the rise after a pause) is pinned only end to end
 # (test_cues_start_at_the_speech).
 SENTENCE_PAUSE = 0.5
 
@@ -66,7 +68,7 @@ FILL = 20.0
 UNHEARD = 2.0
 
 # Seconds of a silence left out of a window that are kept after the speech before it, and before the speech after it
-# (whisper still sees a pause; _off_the_seams moves words that land there). Larger: more silence per window, less
+# (whisper still sees a pause; off_the_seams moves words that land there). Larger: more silence per window, less
 # speech. Smaller: whisper sees no pause at the seam and runs two sentences together; word ends and starts are cut.
 # Pinned by: test_plan_window rows under "a silence (>= 2 s, no sound): left out but for 0.6 s after the speech and
 # 0.4 s before the next" (incl. "(even right after the window's start)"), under "... a sound under 1 s" and "... nor
@@ -89,7 +91,7 @@ SOUND_ALONE = 1.0
 # test_plan_window_of_a_whisper_at_the_end (all rows).
 SOUND_TAIL = 0.3
 
-# --- re-decoding speech whisper skipped (_skipped_speech, _uncovered, _skipped, _missed_speech) -----------------------
+# --- re-decoding speech whisper skipped (_Stream._redecode, uncovered, skipped, missed_speech) -----------------------
 
 # Decodes, at most, per window, of speech that a re-decode of skipped speech skipped again. Larger: more encoder
 # passes on a stretch whisper keeps skipping. Smaller: the second of two skipped sentences is lost.
@@ -99,7 +101,7 @@ REDECODES = 3
 
 # Seconds: detected speech at least this far after a window's last text, and at least this long before whisper's next
 # window, is decoded again (whisper ended the window early); also the least speech a run needs to be levelled
-# (_gains) and that a re-decode's skipped tail needs (_skipped). Larger: short sentences whisper dropped stay lost.
+# (gains) and that a re-decode's skipped tail needs (skipped). Larger: short sentences whisper dropped stay lost.
 # Smaller: word tails and breaths are decoded again (encoder passes, made-up lines).
 # Pinned by: test_missed_speech row "only its first half second was: from 0.2 s before the rest"; test_skipped row
 # "0.3 s of speech left before 20 s" (loosely); test_gains row "a blip" (loosely).
@@ -112,11 +114,11 @@ MISSED_SPEECH = 0.5
 # the third: 1.2 s, decoded).
 SKIPPED_SPEECH = 1.0
 
-# Seconds: no spoken word is longer. A timed word covers at most its last LONG_WORD seconds (_uncovered), and a word
-# whisper placed in a silent pause moves onto speech at most this far after it (_first_word). Larger: a word the
+# Seconds: no spoken word is longer. A timed word covers at most its last LONG_WORD seconds (uncovered), and a word
+# whisper placed in a silent pause moves onto speech at most this far after it (first_word). Larger: a word the
 # alignment stretched back over skipped speech hides it. Smaller: slow words leave their start "uncovered", and that
 # is decoded again for nothing.
-# Pinned by: test_uncovered row under "a word stretched over 1.5 s covers only its last 1.5 s"; its use in _first_word
+# Pinned by: test_uncovered row under "a word stretched over 1.5 s covers only its last 1.5 s"; its use in first_word
 # only by test_first_word_of_a_region row "all of it in the silent pause: onto the speech after it" (loosely).
 LONG_WORD = 1.5
 
@@ -126,25 +128,25 @@ LONG_WORD = 1.5
 # under "under a second of speech"; test_skipped row "(the text ended inside a region: from just after it)".
 COVER_SLACK = 0.3
 
-# --- snapping word times onto the detected speech (_snap_to_speech, _first_word, _unstretch, _quieter) ---------------
+# --- snapping word times onto the detected speech (snap_to_speech, first_word, unstretch, _quieter) ---------------
 
 # Seconds: at most this much a segment's start (without word times) moves onto the detected speech (a segment's times
 # are coarse, and the detector misses some speech). Larger: a segment moves onto speech it does not belong to. Smaller:
 # segment starts stay in the pause before the speech.
-# Pinned by no test: test_snap_to_speech rows "a segment's start moves 1 s at most" and the row after it pin _snap's
-# limit with 1.0 passed in; SNAP_MAX applies only when transcribe() times no words (the subtitle path always does),
-# which tests/test_precision.py and tests/test_e2e.py::test_spanish_detected_and_translated run for text only.
+# Pinned by: test_snap_to_speech_without_words rows "no words: the segment's start onto the speech, by 1 s at most"
+# (the row after it: 0.8 s) and "1.2 s before it". (It applies only when transcribe() times no words; the subtitle
+# path always times them.)
 SNAP_MAX = 1.0
 
 # Seconds: the first word of a region of speech that starts up to this far into it starts at the region's start
-# (whisper's alignment is late on the first word after a pause); _unstretch's reach too. Larger: a word after one that
+# (whisper's alignment is late on the first word after a pause); unstretch's reach too. Larger: a word after one that
 # whisper left out is pulled onto the region's start. Smaller: late first words stay late (cues start late).
 # Pinned by: test_first_word_of_a_region rows "first word of a region, aligned late", the row after it, "more than 0.5 s
 # in: whisper may have left out a word there"; test_unstretch_a_first_word row "the next speech begins 0.7 s after it".
 ONSET_EARLY_MAX = 0.5
 
 # Seconds: a segment's first word this long, starting well inside a region, is taken as drawn back over the speech
-# before it (_unstretch). Larger: such stretched words stay, and their cues start early. Smaller: slow first words are
+# before it (unstretch). Larger: such stretched words stay, and their cues start early. Smaller: slow first words are
 # moved.
 # Pinned by: test_unstretch_a_first_word rows "drawn back over the tail of the speech before: onto the next speech",
 # "(the next word's own start still in the pause)", "not stretched" (0.35 s).
@@ -158,10 +160,10 @@ STRETCHED_WORD = 0.6
 # (test_cues_start_at_the_speech).
 QUIET_BELOW = 20.0
 
-# --- decode rules (_Guard, _decode_batch, _new_speech, _gains, _cut_loop, _is_quiet) ---------------------------------
+# --- decode rules (Guard, decode_batch, new_speech, gains, cut_loop, is_quiet) ---------------------------------
 
 # whisper's no-speech probability under which text where the detector heard no speech may be kept (with SURE_LOGPROB),
-# and a window the detector heard nothing in is decoded at all (_decode_batch). Larger: white noise (0.99) and music
+# and a window the detector heard nothing in is decoded at all (decode_batch). Larger: white noise (0.99) and music
 # get decoded and may keep text. Smaller: whispers, which whisper itself calls likely silent, are dropped.
 # Pinned by: test_hallucination_guards row "no speech found, whisper sure" (held above 0.3 only); its value only end
 # to end: tests/test_e2e.py::test_no_cues_in_long_silence_or_noise, test_no_cues_in_music,
@@ -169,14 +171,14 @@ QUIET_BELOW = 20.0
 SURE_NO_SPEECH = 0.95
 
 # Average log-probability per token above which whisper is sure of its text: needed where the detector heard no speech
-# (_sure) and for a re-decode of skipped speech (_new_speech). Larger (nearer 0): whispers and unusual voices are
+# (sure) and for a re-decode of skipped speech (new_speech). Larger (nearer 0): whispers and unusual voices are
 # dropped. Smaller: text made up over music, a breath or a slipped word is kept.
-# Pinned by: test_new_speech rows "whisper unsure of it: made up over ..." (-0.92), the "so" row (-0.78), the row at
+# Pinned by: test_take_new rows "whisper unsure of it (made up ...)" (-0.92), the "so" row (-0.78), the row at
 # -0.6 (dropped), "(the least sure of the real finds)" (-0.46), "speech whisper skipped" and "not just the filler"
 # (-0.3, loosely); test_hallucination_guards row "no speech found, whisper sure" (-0.4).
 SURE_LOGPROB = -0.6
 
-# dB: a run of speech this far or more under the loudest run of its window is raised to it (_gains). Larger: a quiet
+# dB: a run of speech this far or more under the loudest run of its window is raised to it (gains). Larger: a quiet
 # sentence beside a loud one stays quiet, and whisper skips it. Smaller: one voice's ups and downs are levelled, and
 # its noise raised.
 # Pinned by: test_gains rows "quiet after loud" (20 dB), the row after it, "10 dB: one voice, as it comes and goes":
@@ -197,16 +199,155 @@ LOOP_REPEATS = 3
 # dBFS RMS below which a window of detected speech holds no audible speech and is not decoded (speech is typically
 # -35..-15 dBFS; whisper makes up "Thank you." in near-silence). Larger: quiet speech is skipped. Smaller: near-silence
 # is decoded and written over.
-# Pinned by no test's value: no unit table reaches _is_quiet, and no real-audio test has a window of detected speech
-# this quiet. End to end, test_a_whisper_under_the_quiet_floor_is_read checks the rule's scope (a sound's window is
-# decoded below it).
+# Pinned by: test_is_quiet rows -55 dBFS (not quiet) and -65 dBFS (quiet). End to end,
+# test_a_whisper_under_the_quiet_floor_is_read checks the rule's scope (a sound's window is decoded below it).
 QUIET_DBFS = -60.0
 
-# --- batching (_parts) ------------------------------------------------------------------------------------------------
+# --- batching (parts) ------------------------------------------------------------------------------------------------
 
 # Seconds: no part of a recording decoded side by side with others (batch_size > 1) is shorter; each cut is searched
 # for within MIN_PART / 4 of the even split. Larger: fewer parts, so less batching on shorter recordings. Smaller:
 # more parts, each starting without the previous text as prompt (less accurate).
-# Pinned by: tests/test_utterances.py::test_parts rows "too short to cut", "the longer pause", the row before it,
-# and the 8-part row; end to end by tests/test_utterances.py::test_batched_decoding_keeps_every_utterance.
+# Pinned by: test_parts rows "too short to cut", "the longer pause", the row before it, "the pause there, however
+# short", the 8-part row and the 3-part row; end to end by
+# tests/test_utterances.py::test_batched_decoding_keeps_every_utterance.
 MIN_PART = 60.0
+
+# --- the speech detector (pipeline/vad.py) ---------------------------------------------------------------------------
+# Tests named here: test_speech_map*, test_sounds, test_sound_levels and test_rise are in tests/test_vad.py,
+# test_plan_window* in tests/test_windows.py; the slow end-to-end ones in tests/test_longform.py.
+
+# Detector frames (32 ms each; 512 is 16.4 s) per inference call, and how often the second detector pass starts from a
+# fresh LSTM state (speech_map: the state carried through a long recording drifts). Larger: the fresh pass drifts too,
+# after speech and music, and misses what the carried one misses. Smaller: more calls, and more of the fresh pass's
+# frames come just after a reset, heard from a cold state; the regions of quiet speech move.
+# Pinned only end to end: test_two_whispers_close_together_share_a_window (smaller: at 341 frames the window planned for
+# the two whispers no longer holds both, an assertion before any decode). Larger (683) fails no test:
+# test_speech_map_hears_speech_after_music, test_speech_map_finds_each_clip, the slow tests of the 10-clip composition
+# and the whisper and music tests pass.
+MAX_FRAMES = 512
+
+# dB over a stretch's floor (its SOUND_FLOOR_PERCENTILE frame) at which a 10-ms frame is a sound (SpeechMap.sounds).
+# Larger: quiet whispers, in room noise, are not found, and speech the detector missed is lost. Smaller: the noise's own
+# ups and downs (breath, hum, traffic) are sounds, and cost windows.
+# Pinned by: test_sound_levels row after "5 dB over a noisy floor: the floor itself" (20 dB over it: larger). Smaller
+# (10 dB) fails no table (no slow test was run for it); that row holds it above 5 dB.
+SOUND_ABOVE_FLOOR = 15.0
+
+# Percentile of a stretch's 10-ms frame levels taken as its floor (SpeechMap.sounds). Larger: in a stretch that is
+# mostly sound (whispered sentences filling a short pause) the floor is the sound itself, and nothing stands out.
+# Smaller: the floor is a dropout or a click's silence, not the room noise, and the noise stands out as sound.
+# Pinned by: test_plan_window row the last under "... with the sounds after it, each within 2 s of the one before" (13:
+# in the stretch after the blip, nine tenths sound, nothing stands out). Smaller (7, even 0) fails no table: their
+# floors are flat (no slow test was run for it).
+SOUND_FLOOR_PERCENTILE = 10
+
+# dBFS: no 10-ms frame quieter than this is a sound, however clean the recording (SpeechMap.sounds). Larger: very quiet
+# whispers in a clean recording are not found. Smaller: dither and the noise of near-digital silence are sounds, each a
+# window of nothing.
+# Pinned by: test_sound_levels row "under -75 dBFS: nothing, however clean the recording" (-100: smaller). Larger (-50)
+# fails no table (no slow test was run for it); test_sound_levels row "a whisper in a clean recording" and every
+# synthetic sound of test_sounds and test_plan_window (-45 dBFS) hold it under -45.
+SOUND_MIN_DBFS = -75.0
+
+# Seconds: sounds closer than this are one stretch (the pauses between a whisper's words), and a sound that ends less
+# than this before detected speech runs into it, starting its window (pipeline/transcribe.py _plan_window, _sounds,
+# _sounds_end). Larger: separate sounds join (a whisper and the music after it), and sounds a second or more before the
+# speech start its window. Smaller: a whisper splits into short sounds, each judged alone or skipped, and first words
+# the detector missed get a window of their own instead of starting the speech's.
+# Pinned by: test_plan_window row the last under "... with the sounds after it, each within 2 s of the one before" (its
+# two sounds 1.2 s apart join at 1.33 s: larger). Smaller (0.67 s) fails no table (no slow test was run for it); held
+# above 0.5 s by test_sounds row "under 1 s apart: one stretch (a whisper's words)" and test_plan_window rows "a short
+# one that runs into the speech starts it" and "a sound that runs into the speech starts it".
+SOUND_BRIDGE = 1.0
+
+# Seconds of sound, at least, in a stretch for it to be a sound (SpeechMap.sounds). Larger: short whispered words and
+# the first word before detected speech are not found. Smaller: clicks and ticks are sounds, and split a pause that
+# holds a whisper.
+# Pinned only end to end: test_two_whispers_close_together_share_a_window (smaller: at 0.13 s the window planned for the
+# two whispers no longer holds both, an assertion before any decode). Larger (0.27 s) fails no test; held between 0.1 s
+# and 0.5 s by test_sounds rows "a click" (0.1 s) and the one after "under 1 s apart" (0.5 s), and test_plan_window row
+# "a short one that runs into the speech starts it" (0.5 s).
+SOUND_MIN = 0.2
+
+# Percentile of a span's 10-ms frame levels taken as its loudness (SpeechMap.loudness: pipeline/transcribe.py's _gains
+# and the QUIET_BELOW test; SpeechMap.rise). Larger: a span's loudness is its loudest click or plosive, so runs of
+# speech are levelled to peaks and onsets are found late. Smaller: a span with pauses in it reads as quiet, runs are
+# raised that need not be, and a word's rise is found in the noise before it.
+# Pinned by no test: 60 and 100 fail none (the unit tables' levels are flat; test_gains, test_first_word_of_a_region,
+# the slow tests of the 10-clip composition, test_a_whisper_under_the_quiet_floor_is_read and
+# test_two_whispers_close_together_share_a_window pass); test_rise row "a word drawn back over the noise before it:
+# where the sound rises" holds it above about 33 (a third of its span is noise).
+LOUDEST_PERCENTILE = 90
+
+# dB: a sound starts where its level first comes this close to its loudness (SpeechMap.rise: where a word whisper drew
+# back over the pause before it starts, when the detector heard none of its speech). Larger: the rise is found in the
+# breath and room noise before the word, and its cue starts early. Smaller: a soft start (a fricative, a whisper's
+# onset) is cut, and the cue starts late.
+# Pinned by no test a third either way (10 and 20 dB fail none, test_cues_start_at_the_speech included); held between 10
+# and 35 dB by test_rise rows "the "noise" within 15 dB of the sound: part of it (a soft start)" (10 dB under the sound)
+# and "a word drawn back over the noise before it: where the sound rises" (35 dB under it).
+RISE_BELOW_PEAK = 15.0
+
+# --- cues (pipeline/segment.py) --------------------------------------------------------------------------------------
+# Tests named here are in tests/test_segment.py; the slow ones in tests/test_longform.py (the 10-clip composition's
+# test_every_utterance_is_there, test_cues_start_at_the_speech, test_cues_pass_the_checker and
+# test_no_cue_between_the_clips, and the whisper and music tests) pass with each of these values moved a third either
+# way.
+
+# Seconds of silence between words that always ends a cue (a new utterance); two cues under this far apart are one
+# stretch of speech, whose cut may move (_rebalance). Larger: two utterances close together run into one cue, which
+# starts early for the second. Smaller: a breath or a hesitation inside a sentence splits it into two cues.
+# Pinned by no test a third either way; held above 0.05 s by test_segmentation (its words are 0.05 s apart), and under
+# 1.2 s by test_cues_end_when_speech_ends_and_keep_their_gap ("Hi." 1.2 s before the next words) and test_segmentation
+# row under "a long pause always starts a new cue" (1.55 s).
+PAUSE = 0.7
+
+# Seconds: a word that starts more than this before a word given ahead of it goes back to where it is said
+# (in_time_order: a sentence a later decode filled in). Larger: the filled-in sentence stays after a word that is said
+# after it. Smaller: words whose times merely disagree (a window's first word against the last ones of the window
+# before; a first word snapping moved) are reordered against the text.
+# Pinned by no test a third either way; held between 0.4 s and 7.7 s by test_in_time_order rows under "a first word that
+# snapping moved past the next one" (0.4 s) and "whisper skipped a sentence and a later decode filled it in" (7.7 s).
+OUT_OF_ORDER = 2.0
+
+# Words back that a word said again over the same sound is looked for in (_unrepeated). Larger: more comparisons
+# (nothing else: the overlap in time decides). Smaller: where a longer stretch was decoded twice, its copies lie more
+# words apart in time order than this, and stay.
+# Pinned by no test: test_repeats_said_once's copies are one word apart.
+REPEAT_REACH = 8
+
+# Seconds: the same word over more than this much of the same sound is a copy and is dropped (_unrepeated); one of
+# whisper's time steps. Larger: copies whose times overlap a little stay (text said twice). Smaller: a word said twice
+# in a row, whose times touch, loses one.
+# Pinned by no test a third either way; held between 0 and 0.1 s by test_repeats_said_once rows under "two decodes of
+# one stretch, both kept: each word once" (0.1 s of overlap) and "a word said twice in a row" (times that touch).
+REPEAT_OVERLAP = 0.02
+
+# Share of a cue's words before which it is not cut when it cannot take the next word, unless no later cut exists
+# (_best_cut). Larger: a sentence or clause end early in the cue is passed over for a later pause, mid-clause. Smaller:
+# a cue is cut after its first word or two, leaving one very short cue and one long.
+# Pinned by no test a third either way (2/9 and 4/9 fail none); test_long_speech_is_split_into_readable_cues_at_clauses
+# holds it under 1/2.
+EARLIEST_CUT = 1 / 3
+
+# Characters of line-length difference a break after punctuation is worth when a cue is split into two lines (_lines).
+# Larger: lines are lopsided, one long and one short, to break at a comma. Smaller: lines are balanced but broken inside
+# a clause.
+# Pinned by no test a third either way (4 and 8 fail none; even 20); test_segmentation row under "too long for one line:
+# two balanced lines, broken after the comma" holds it above 3.
+PUNCTUATION_BREAK = 6
+
+# Seconds a cue too fast to read may start before its speech (about 4 frames), into the silence before it (_retime).
+# Larger: the cue shows visibly before the voice. Smaller: fast cues take more of the next cue's time (LATE), or stay
+# too fast to read.
+# Pinned by: test_retime rows under "... none: up to 0.15 s sooner, then up to 0.3 s of the next cue's time" and "fast
+# speech, three cues in a row" (both ways), and "as much as needed" (smaller).
+EARLY = 0.15
+
+# Seconds a cue may start after its speech when the cue before it needs the time to be read (_retime). Larger: the cue
+# shows visibly after its voice starts. Smaller: fast speech stays too fast to read (the checker's reading speed).
+# Pinned by: test_retime rows under "... none: up to 0.15 s sooner, then up to 0.3 s of the next cue's time" and "fast
+# speech, three cues in a row" (0.4 s: larger). Smaller (0.2 s) fails no test: test_retime's expected times are written
+# with LATE, and move with it.
+LATE = 0.3

@@ -18,10 +18,20 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.tuning import (
+    LOUDEST_PERCENTILE,
+    MAX_FRAMES,
+    RISE_BELOW_PEAK,
+    SOUND_ABOVE_FLOOR,
+    SOUND_BRIDGE,
+    SOUND_FLOOR_PERCENTILE,
+    SOUND_MIN,
+    SOUND_MIN_DBFS,
+)
+
 SAMPLE_RATE = 16000
 FRAME_SAMPLES, CONTEXT_SAMPLES = 512, 64  # silero's 16 kHz frame (32 ms) and the context it prepends
 STATE_SHAPE = (1, 1, 128)
-MAX_FRAMES = 512  # frames per inference call (16.4 s)
 
 
 @dataclass(frozen=True)
@@ -33,11 +43,6 @@ class VadOptions:
 
 
 LEVEL_FRAME = SAMPLE_RATE // 100  # 10 ms frames for the energy check
-SOUND_ABOVE_FLOOR = 15.0  # dB over the stretch's own floor (its 10th-percentile frame) that counts as a sound
-SOUND_MIN_DBFS = -75.0  # nothing quieter is a sound, however clean the recording (digital silence, dither)
-SOUND_BRIDGE = 1.0  # sounds closer than this are one stretch (the pauses between a whisper's words)
-RISE_BELOW_PEAK = 15.0  # dB: a sound starts where its level first comes this close to its loudest tenth (rise)
-SOUND_MIN = 0.2  # seconds of sound, at least, in a stretch worth asking whisper about (not a click)
 
 
 @dataclass(frozen=True)
@@ -90,17 +95,18 @@ class SpeechMap:
         return gaps
 
     def sounds(self, start: float, end: float) -> list[tuple[float, float]]:
-        """Stretches of [start, end] that stand out from its quietest part (SOUND_ABOVE_FLOOR dB over its
-        10th-percentile 10-ms frame, and over SOUND_MIN_DBFS), joined across gaps under SOUND_BRIDGE seconds,
-        each with SOUND_MIN seconds of sound or more. Whatever the detector made of them: speech, whispers, music,
-        noise. Empty without levels."""
+        """Stretches of [start, end] that stand out from its quietest part (SOUND_ABOVE_FLOOR dB over its floor, the
+        SOUND_FLOOR_PERCENTILE percentile of its 10-ms frames, and over SOUND_MIN_DBFS), joined across gaps under
+        SOUND_BRIDGE seconds, each with SOUND_MIN seconds of sound or more. Whatever the detector made of them:
+        speech, whispers, music, noise. Empty without levels."""
         if self.levels is None:
             return []
         step = LEVEL_FRAME / SAMPLE_RATE
         first, level = self._frames(start, end)
         if level.size == 0:
             return []
-        loud = np.flatnonzero(level > max(float(np.percentile(level, 10)) + SOUND_ABOVE_FLOOR, SOUND_MIN_DBFS))
+        floor = float(np.percentile(level, SOUND_FLOOR_PERCENTILE))
+        loud = np.flatnonzero(level > max(floor + SOUND_ABOVE_FLOOR, SOUND_MIN_DBFS))
         if loud.size == 0:
             return []
         # runs of loud frames, joined where the gap from one frame's end to the next frame is under SOUND_BRIDGE
@@ -117,21 +123,21 @@ class SpeechMap:
         return self.regions[i][1] if i >= 0 else 0.0
 
     def loudness(self, start: float, end: float) -> float | None:
-        """dBFS of the loudest tenth of [start, end]'s 10-ms frames; None without levels."""
+        """dBFS of [start, end]'s loudest 10-ms frames (their LOUDEST_PERCENTILE percentile); None without levels."""
         if self.levels is None:
             return None
         level = self._frames(start, end)[1]
-        return float(np.percentile(level, 90)) if level.size else None
+        return float(np.percentile(level, LOUDEST_PERCENTILE)) if level.size else None
 
     def rise(self, start: float, end: float) -> float:
-        """Where [start, end] first comes within RISE_BELOW_PEAK dB of its loudest tenth (the start of a 10-ms
-        frame): the onset of a sound that begins in quieter noise. `start` without levels."""
+        """Where [start, end] first comes within RISE_BELOW_PEAK dB of its loudness (the start of a 10-ms frame):
+        the onset of a sound that begins in quieter noise. `start` without levels."""
         if self.levels is None:
             return start
         first, level = self._frames(start, end)
         if level.size == 0:
             return start
-        loud = np.flatnonzero(level >= np.percentile(level, 90) - RISE_BELOW_PEAK)
+        loud = np.flatnonzero(level >= np.percentile(level, LOUDEST_PERCENTILE) - RISE_BELOW_PEAK)
         return max(start, (first + int(loud[0])) * LEVEL_FRAME / SAMPLE_RATE)
 
     def _frames(self, start: float, end: float) -> tuple[int, np.ndarray]:
@@ -151,8 +157,8 @@ class SpeechMap:
 
 @functools.cache
 def _compiled(threads: int):
-    """The detector compiled for `threads` CPU threads (0: OpenVINO chooses). On a 2-core AVX2 EPYC, its two passes
-    over 443 s took 0.8 s on 2 threads against 1.0-1.4 s on 1, to the same probabilities."""
+    """The detector compiled for `threads` CPU threads (0: OpenVINO chooses): the same probabilities on any count,
+    faster on more (docs/longform.md, MAX_FRAMES)."""
     import openvino as ov
 
     core = ov.Core()
@@ -194,12 +200,11 @@ def speech_probabilities(audio: np.ndarray, fresh: bool = False, threads: int = 
 def speech_map(audio: np.ndarray, options: VadOptions = VadOptions(), threads: int = 0) -> SpeechMap:
     """Speech regions of 16 kHz mono float32 audio. `threads`: CPU threads (0: OpenVINO chooses)."""
     _, get_speech_timestamps_from_probs, _ = _silero()
-    # The state carried over a long recording drifts: after music, silero heard none of a 26-s utterance with a
-    # cold that it hears 70 % of alone (after each of 20 tries of speech and music). From a fresh state every 16.4 s
-    # it hears 40-72 % of it. A frame is as likely speech as the surer of the two passes says; the second pass costs
-    # 2.7 s per hour of audio on an AVX-512 Xeon, 6 s on an AVX2-only EPYC (2 cores, 1 thread; 0.55-0.8 s for 443 s),
-    # under 1 % of decoding it. (The two passes side by side, in two Python threads, took as long as one after the
-    # other; one pass on two OpenVINO threads is faster: _compiled.)
+    # The state carried over a long recording drifts: after speech and music, silero can miss speech it hears alone.
+    # A second pass starts from a fresh state every MAX_FRAMES, and a frame is as likely speech as the surer of the
+    # two passes says; the second pass costs under 1 % of decoding. The passes run one after the other (side by side
+    # they take as long; one pass on two OpenVINO threads is faster: _compiled). What was measured: docs/longform.md,
+    # MAX_FRAMES.
     probs = np.maximum(speech_probabilities(audio, threads=threads), speech_probabilities(audio, True, threads))
     found = get_speech_timestamps_from_probs(
         probs.tolist(),

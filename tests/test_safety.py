@@ -378,8 +378,8 @@ def test_a_link_counts_in_the_disk_budget(media_server, videos, tmp_path):
     ],
 )
 def test_what_a_job_may_write_is_bounded_by_its_duration(burn, soft, preview, seconds, size, codec, expected):
-    from pipeline.jobs import video_bytes
     from pipeline.media import MediaInfo
+    from pipeline.plan import video_bytes
     from pipeline.render import BurnOptions
 
     burn = None if burn is None else BurnOptions(preview_seconds=60 if burn == "preview" else None)
@@ -390,8 +390,8 @@ def test_what_a_job_may_write_is_bounded_by_its_duration(burn, soft, preview, se
 
 @pytest.mark.parametrize("kept", [0, 1])
 def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
-    from pipeline.jobs import check_disk, video_bytes
     from pipeline.media import MediaInfo
+    from pipeline.plan import check_disk, video_bytes
     from pipeline.render import BurnOptions
 
     spec, media = JobSpec((Path("x.mp4"),), burn=BurnOptions()), MediaInfo(10, True, True, "h264", "aac", 640, 360)
@@ -508,9 +508,9 @@ def test_time_cells_are_bounded(start, message):
 
 @pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])
 def test_long_titles_make_names_the_file_system_takes(title, tmp_path):
-    from pipeline.jobs import _file_name, unique_stem
+    from pipeline.outputs import title_stem, unique_stem
 
-    stem = unique_stem(_file_name(title), set())
+    stem = unique_stem(title_stem(title), set())
     (tmp_path / f"{stem}.subtitled.mp4").write_bytes(b"")  # no "File name too long"
     assert len(stem.encode()) <= 120 and title.startswith(stem)
 

@@ -12,8 +12,7 @@ from whisper.decoding import DecodingOptions
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer
 from benchmarks.utterances import subtitle
 from pipeline.cpu import cpu
-from pipeline.transcribe import TranscribeOptions, _parts
-from pipeline.vad import SpeechMap
+from pipeline.transcribe import TranscribeOptions
 
 SEEDS = [1, 2, 3]
 STILL_MISSED = {1, 3}  # seeds that still lose or delay an utterance: strict expected failures until they hold
@@ -111,18 +110,3 @@ def ov_model_tokens(model, text: str) -> list[int]:
     from whisper.tokenizer import get_tokenizer
 
     return get_tokenizer(model.is_multilingual, num_languages=model.num_languages).encode(text)
-
-
-@pytest.mark.parametrize(
-    ("regions", "seconds", "n", "expected"),
-    [
-        # 10-ms frames. Parts of 60 s at least; each cut in the longest pause within 15 s of the even split
-        (((0.0, 100.0),), 100.0, 4, [(0, 10000)]),  # too short to cut
-        (((0.0, 55.0), (57.0, 130.0)), 130.0, 2, [(0, 5600), (5600, 13000)]),
-        (((0.0, 50.0), (51.0, 64.0), (68.0, 130.0)), 130.0, 2, [(0, 6600), (6600, 13000)]),  # the longer pause
-        (((0.0, 300.0),), 300.0, 2, [(0, 15000), (15000, 30000)]),  # no pause near: at the split
-        (((0.0, 300.0),), 300.0, 8, [(0, 6000), (6000, 12000), (12000, 18000), (18000, 24000), (24000, 30000)]),
-    ],
-)
-def test_parts(regions, seconds, n, expected):
-    assert _parts(SpeechMap(regions, seconds), None, int(seconds * 100), n) == expected

@@ -1,0 +1,229 @@
+"""The decode rules: how a window is decoded, and which of whisper's text is believed.
+
+whisper.transcribe's rules, kept: temperature fallback when a decode is too repetitive (gzip compression ratio) or
+too unlikely (mean log-probability), and a window skipped as silence when whisper deems it silent and is not sure of
+its text. Ours, around them: windows decoded in batches with a prompt per row (decode_batch); near-digital silence
+never decoded (is_quiet); a decode that only repeats its prompt's last words decoded again without it (echoes);
+runaway repetition cut at its first occurrence (cut_loop); and the Guard, which drops text where nobody speaks
+unless whisper is sure of it, whisper's filler lines, and repeats.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+from whisper.audio import HOP_LENGTH, N_SAMPLES_PER_TOKEN
+from whisper.decoding import DecodingOptions, DecodingResult
+
+from pipeline.longform import Decoded
+from pipeline.model import OVWhisper
+from pipeline.segment import normalized
+from pipeline.tuning import LOOP_REPEATS, QUIET_DBFS, SURE_LOGPROB, SURE_NO_SPEECH
+from pipeline.vad import SpeechMap
+
+FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
+
+# Text whisper is known to produce from silence, music or noise (subtitle credits and outros from its training data)
+FILLERS = re.compile(
+    r"^(thanks? (you )?(so much |very much )?for watching|thank you( very much| so much)?|"
+    r"please subscribe.*|subscribe to .*|like and subscribe.*|(sub)?titles? by .*|subtitled by .*|"
+    r"captions? by .*|transcri(bed|ption) by .*|translated by .*|amara\.org.*|.*www\.\S+.*|you|bye|"
+    r"see you (next time|in the next video)|music|applause|silence)$"
+)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One window for the model: its (padded) mel, whisper's options with the prompt, and whether the voice activity
+    detector heard speech in it (if not, whisper is asked cheaply first and must be sure of its text)."""
+
+    mel: torch.Tensor
+    options: DecodingOptions
+    heard: bool
+
+
+@dataclass(frozen=True)
+class Answer:
+    """whisper's result for a window (None: no speech there), and its mel as the row of the batch the encoder ran
+    on: word timing given this tensor reuses the encoder's output for it (OVWhisper caches it by the tensor)."""
+
+    result: DecodingResult | None
+    mel: torch.Tensor
+
+
+def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -> list[Answer]:
+    """whisper's answer for each window (options: the TranscribeOptions).
+
+    Windows the detector heard nothing in are asked about cheaply first (no_speech_prob). The rest are decoded at
+    temperature 0 as batches of up to options.batch_size, each row with its own prompt: whisper's DecodingTask
+    takes one prompt length for a batch, so only windows whose prompts are equally long (at most whisper's 223
+    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's costs accuracy, and
+    words that the longer prompt keeps: docs/longform.md, MIN_PART.) A row that fails whisper's thresholds is decoded
+    again alone at the next temperatures (decode_with_fallback), as whisper.transcribe would, and a row that only
+    says its prompt's last words again (echoes) is decoded again without the prompt."""
+    results: list[DecodingResult | None] = [None] * len(requests)
+    mels = [r.mel for r in requests]
+    asked = [i for i, r in enumerate(requests) if r.heard or no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
+    n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
+    lengths = {i: min(n_ctx, len(requests[i].options.prompt or ())) for i in asked}
+    for length in sorted(set(lengths.values()), reverse=True):
+        group = [i for i in asked if lengths[i] == length]
+        for b in range(0, len(group), options.batch_size):
+            rows = group[b : b + options.batch_size]
+            prompts = [list(requests[i].options.prompt or [])[-length:] if length else [] for i in rows]
+            mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
+            first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)
+            for i, row, result in zip(rows, mel, model.decode(mel, first, row_prompts=prompts)):
+                mels[i], results[i] = row, result  # (a view of the batch: the encoder's output for it is reused)
+    for i in asked:
+        request, result, base = requests[i], results[i], requests[i].options
+        if echoes(result.tokens, base.prompt, eot):
+            base = replace(base, prompt=None)  # (and for the fallback below)
+            result = decode_with_fallback(model, mels[i], base, options, options.temperatures[:1])
+        if needs_fallback(result, options):
+            result = decode_with_fallback(model, mels[i], base, options, options.temperatures[1:])
+        if is_silence(result, options) or (not request.heard and not sure(result)):
+            result = None
+        results[i] = result
+    return [Answer(result, mel) for result, mel in zip(results, mels)]
+
+
+def no_speech_prob(model: OVWhisper, mel: torch.Tensor, options: DecodingOptions) -> float:
+    """whisper's probability that a window holds no speech, from a one-token greedy decode (cheap)."""
+    one_token = replace(options, temperature=0.0, beam_size=None, best_of=None, patience=None, sample_len=1)
+    return model.decode(mel, one_token).no_speech_prob
+
+
+def sure(result: DecodingResult) -> bool:
+    """Whether whisper is sure of a decode's text: it deems the audio speech and its words likely."""
+    return result.no_speech_prob < SURE_NO_SPEECH and result.avg_logprob > SURE_LOGPROB
+
+
+def echoes(tokens: list[int], prompt, eot: int) -> bool:
+    """Whether a decode's text (tokens below `eot`: no timestamps) is only the last words of its prompt again:
+    whisper, prompted with a heading, can write that heading again over the next, different sentence and lose the
+    sentence, which it writes without the prompt (docs/longform.md, The prompt)."""
+    said = [t for t in tokens if t < eot]
+    before = [t for t in prompt or () if t < eot]
+    return bool(said) and len(said) <= len(before) and before[-len(said) :] == said
+
+
+def decode_with_fallback(
+    model: OVWhisper, mel: torch.Tensor, base: DecodingOptions, options, temperatures: tuple[float, ...] | None = None
+) -> DecodingResult:
+    """Decode at the lowest temperature whose result passes the quality thresholds (as whisper.transcribe does)."""
+    result = None
+    for t in options.temperatures if temperatures is None else temperatures:
+        if t > 0:  # sampling: best-of-n, no beam search
+            decode_options = replace(base, temperature=t, beam_size=None, patience=None)
+        else:  # deterministic: beam search (or greedy), no best-of
+            decode_options = replace(base, temperature=t, best_of=None)
+        result = model.decode(mel, decode_options)
+        if not needs_fallback(result, options):
+            break
+    assert result is not None
+    return result
+
+
+def needs_fallback(result: DecodingResult, options) -> bool:
+    """whisper's rule: too repetitive or too unlikely, and not a window whisper deems silent."""
+    too_unlikely = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
+    return (too_repetitive(result, options) or too_unlikely) and not is_silence(result, options)
+
+
+def too_repetitive(result: DecodingResult, options) -> bool:
+    threshold = options.compression_ratio_threshold
+    return threshold is not None and result.compression_ratio > threshold
+
+
+def is_silence(result: DecodingResult, options) -> bool:
+    """whisper's no-speech rule: likely silent and not decoded with confidence."""
+    if options.no_speech_threshold is None or result.no_speech_prob <= options.no_speech_threshold:
+        return False
+    return options.logprob_threshold is None or result.avg_logprob < options.logprob_threshold
+
+
+def is_quiet(samples: np.ndarray) -> bool:
+    """Whether audio is (near-)digital silence, under QUIET_DBFS RMS: whisper would write "You" or "Thank you."."""
+    if samples.size == 0:
+        return True
+    rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))))
+    return 20 * np.log10(max(rms, 1e-10)) < QUIET_DBFS
+
+
+def cut_loop(piece: list[int], timestamp_begin: int) -> list[int]:
+    """Runaway repetition cut at its first occurrence ("I don't know, I don't know, I don't know" -> "I don't
+    know,"), keeping the piece's timestamp tokens. Only for decodes whose compression ratio stayed too high."""
+    head = 1 if piece and piece[0] >= timestamp_begin else 0
+    tail = 1 if len(piece) > head and piece[-1] >= timestamp_begin else 0
+    body = piece[head : len(piece) - tail]
+    n = len(body)
+    for i in range(n):
+        for period in range(1, (n - i) // LOOP_REPEATS + 1):
+            unit = body[i : i + period]
+            repeats = 1
+            while body[i + repeats * period : i + (repeats + 1) * period] == unit:
+                repeats += 1
+            if repeats >= LOOP_REPEATS:
+                return piece[:head] + body[: i + period] + piece[len(piece) - tail :]
+    return piece
+
+
+def split_at_timestamps(
+    tokens: list[int], timestamp_begin: int, segment_size: int
+) -> tuple[list[tuple[int, int, list[int]]], int]:
+    """Split a window's tokens into (start_pos, end_pos, tokens) pieces at consecutive timestamp tokens.
+
+    Returns the pieces and how many mel frames to advance: to the end of the window when the text ends with a
+    single timestamp (no speech after it), else to the last complete timestamp pair so an unfinished sentence is
+    decoded again in the next window.
+    """
+    is_ts = [t >= timestamp_begin for t in tokens]
+    single_timestamp_ending = is_ts[-2:] == [False, True]
+    boundaries = [i + 1 for i in range(len(tokens) - 1) if is_ts[i] and is_ts[i + 1]]
+    if not boundaries:
+        timestamps = [t for t in tokens if t >= timestamp_begin]
+        end_pos = segment_size / FRAMES_PER_TOKEN
+        if timestamps and timestamps[-1] != timestamp_begin:
+            end_pos = timestamps[-1] - timestamp_begin  # no pair, but a last timestamp: the speech ends there
+        return [(0, end_pos, tokens)], segment_size
+    if single_timestamp_ending:
+        boundaries.append(len(tokens))
+    pieces, last = [], 0
+    for b in boundaries:
+        piece = tokens[last:b]
+        pieces.append((piece[0] - timestamp_begin, piece[-1] - timestamp_begin, piece))
+        last = b
+    advance = (tokens[last - 1] - timestamp_begin) * FRAMES_PER_TOKEN
+    if single_timestamp_ending or advance <= 0:  # (a lone <|0.00|> pair would otherwise never move on)
+        return pieces, segment_size
+    return pieces, advance
+
+
+class Guard:
+    """Hallucination guards, given where the speech is: no text where no speech was detected unless whisper is sure
+    of it; no known filler line, nor a segment repeating the one before it, where the audio is mostly not speech
+    (a repeat is also dropped when the decode was repetitive)."""
+
+    def __init__(self, speech: SpeechMap | None, compression_ratio_threshold: float | None):
+        self.speech = speech
+        self.max_ratio = compression_ratio_threshold
+        self.previous = ""
+
+    def keep(self, seg: Decoded) -> bool:
+        """Whether to keep a segment (in time order: the guard remembers the last one kept)."""
+        result = seg.result
+        key = normalized(seg.text)
+        speech = 1.0 if self.speech is None else self.speech.fraction(seg.start, seg.end)
+        looping = self.max_ratio is not None and result.compression_ratio > self.max_ratio
+        if self.speech is not None and speech == 0.0 and not sure(result):
+            return False
+        if speech < 0.5 and FILLERS.match(key):
+            return False
+        if key and key == self.previous and (speech < 0.5 or looping):
+            return False
+        self.previous = key
+        return True

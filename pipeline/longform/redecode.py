@@ -1,0 +1,137 @@
+"""Re-decoding: speech the voice activity detector heard but whisper's text skipped, found and decoded again.
+
+Whisper sometimes starts a window with its second sentence, skips a quiet sentence inside a segment that runs on
+with the louder one after it, or ends a window early with a lone timestamp and drops the rest. uncovered and skipped
+find such stretches inside a window; each is decoded on its own (the window loop does that), and take_new keeps
+what whisper is sure of and did not already write. missed_speech moves the loop back to speech skipped after the
+window's last text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from whisper.audio import FRAMES_PER_SECOND
+
+from pipeline.decoding import FILLERS
+from pipeline.longform import Decoded
+from pipeline.segment import normalized
+from pipeline.tuning import COVER_SLACK, LEAD_IN, LONG_WORD, MISSED_SPEECH, SKIPPED_SPEECH, SURE_LOGPROB
+from pipeline.vad import SpeechMap
+
+
+def uncovered(speech: SpeechMap, window_start: float, segments: list[Decoded]) -> list[tuple[float, float]]:
+    """Stretches of detected speech before the window's last decoded text that no decoded text covers (no word, where
+    words are timed), each with at least SKIPPED_SPEECH seconds of speech.
+
+    Each decode is a whole window's encoder pass, and a stretch with under SKIPPED_SPEECH seconds of speech is not
+    worth one: decoded alone, such stretches (a breath, an "uh", a word whose timing slipped) give nothing, a filler
+    or an unsure made-up line."""
+    # a timed word covers at most its last LONG_WORD seconds: where whisper skipped speech, its alignment stretches
+    # the next word back across what was skipped
+    covered = [(max(w.start, w.end - LONG_WORD), w.end) for seg in segments for w in seg.words or ()]
+    covered += [(seg.start, seg.end) for seg in segments if not seg.words]
+    spans = sorted((a - COVER_SLACK, b + COVER_SLACK) for a, b in covered)
+    gaps, t = [], window_start
+    for a, b in spans:
+        if a > t:
+            gaps.append((t, a + COVER_SLACK))
+        t = max(t, b)
+    return [(a, b) for a, b in gaps if speech.speech_in(a, b) >= SKIPPED_SPEECH]
+
+
+def skipped(speech: SpeechMap, start: float, found: list[Decoded], end: float) -> list[tuple[float, float]]:
+    """What a decode of skipped speech, [start, end], skipped again: the stretches uncovered finds before its last
+    text, and the detected speech after that text (MISSED_SPEECH seconds of it or more, from the next onset past
+    COVER_SLACK). Nothing when it found nothing: whisper is sure nothing more is there."""
+    if not found:
+        return []
+    gaps = uncovered(speech, start, found)
+    onset = speech.next_speech(max(seg.end for seg in found) + COVER_SLACK)
+    if onset is not None and onset < end and speech.speech_in(onset, end) >= MISSED_SPEECH:
+        gaps.append((onset, end))
+    return gaps
+
+
+def take_new(found: list[Decoded], segments: list[Decoded]) -> tuple[list[Decoded], list[Decoded]]:
+    """Of the segments a re-decode found, those that are speech `segments` lack (new_speech), and `segments` with the
+    words that the others say again retimed to them (merge_repeat: whisper's alignment put those words beside their
+    speech, which then looked skipped; kept, the same words would be written twice)."""
+    new = []
+    for seg in found:
+        if not new_speech(seg):
+            continue
+        retimed = merge_repeat(seg, segments)
+        if retimed is None:
+            new.append(seg)
+        else:
+            segments = retimed
+    return new, segments
+
+
+def new_speech(seg: Decoded) -> bool:
+    """Whether whisper is sure of a segment decoded again on its own (avg log-probability over SURE_LOGPROB: given
+    under a second of speech on its own, whisper makes up lines it is unsure of, while the sentences it had skipped
+    read surer; its no-speech probability tells them apart no better) and it is not one of whisper's filler lines
+    (alone, whisper writes "Thank you." over a breath or a hum that it left out in context)."""
+    return seg.result.avg_logprob > SURE_LOGPROB and not FILLERS.match(normalized(seg.text))
+
+
+def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
+    """If a segment decoded again on its own says what the words right after it, or right before it, in `segments`
+    say, `segments` with those words at its times (each segment's start and end following its words); None if it
+    says something else."""
+    said = [w for w in seg.words or () if normalized(w.word)]
+    if not said:
+        return None
+    where = sorted(((i, j) for i, s in enumerate(segments) for j, w in enumerate(s.words or ()) if normalized(w.word)),
+                   key=lambda ij: segments[ij[0]].words[ij[1]].start)  # fmt: skip
+    words = [segments[i].words[j] for i, j in where]
+    k = next((k for k, w in enumerate(words) if w.start >= seg.start), len(words))
+    for run in (range(k, k + len(said)), range(max(k - len(said), 0), k)):
+        run = [r for r in run if r < len(words)]
+        if len(run) != len(said) or any(normalized(words[r].word) != normalized(w.word) for r, w in zip(run, said)):
+            continue
+        retimed = [list(s.words) if s.words else s.words for s in segments]
+        for r, w in zip(run, said):
+            i, j = where[r]
+            retimed[i][j] = replace(retimed[i][j], start=w.start, end=w.end)
+        return [replace(s, start=ws[0].start, end=max(s.end, ws[-1].end), words=tuple(ws)) if ws else s
+                for s, ws in zip(segments, retimed)]  # fmt: skip
+    return None
+
+
+def split_around(segments: list[Decoded], found: list[Decoded]) -> list[Decoded]:
+    """Segments whose words run across speech decoded again on its own (`found`) split where it starts, so that
+    segments, and the words in them, stay in time order. The later part keeps no tokens (the earlier part keeps
+    them all, for the next window's prompt)."""
+    starts = [f.start for f in found]
+    out = []
+    for seg in segments:
+        parts: list[list] = [[]]
+        for w in seg.words or ():
+            if parts[-1] and any(parts[-1][-1].start < t <= w.start for t in starts):
+                parts.append([])
+            parts[-1].append(w)
+        if len(parts) == 1:
+            out.append(seg)
+            continue
+        for i, words in enumerate(parts):
+            text = "".join(w.word for w in words).strip()
+            out.append(replace(seg, start=words[0].start, end=words[-1].end, words=tuple(words), text=text,
+                               tokens=seg.tokens if i == 0 else ()))  # fmt: skip
+    return out
+
+
+def missed_speech(speech: SpeechMap, seek: int, next_seek: int, decoded_end: float) -> int:
+    """Where to continue: whisper's choice, unless speech it skipped lies between its last text and that point
+    (whisper sometimes ends a window early with a lone timestamp and drops the rest); then from that speech."""
+    onset = speech.next_speech(decoded_end + MISSED_SPEECH)
+    if onset is None:
+        return next_seek
+    next_t = next_seek / FRAMES_PER_SECOND
+    if onset < next_t - MISSED_SPEECH and speech.speech_in(onset, next_t) >= MISSED_SPEECH:
+        redo = int((onset - LEAD_IN) * FRAMES_PER_SECOND)
+        if seek < redo < next_seek:
+            return redo
+    return next_seek
