@@ -113,7 +113,9 @@ def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos
     page.locator("#generate").click()
     status = page.locator("#status")
     status.get_by_text("mute.mp4 has no audio track: choose a file with sound").wait_for(timeout=JOB_TIMEOUT)
-    page.wait_for_timeout(12_000)  # the pop-up is gone by now; the reason is not
+    popup = page.get_by_test_id("toast-body").filter(has_text="has no audio track")
+    popup.wait_for(timeout=JOB_TIMEOUT)
+    popup.wait_for(state="detached", timeout=30_000)  # gone after its 10 s (gr.Error's duration); the reason is not
     assert "has no audio track" in status.inner_text()
 
     page.locator("#files button[aria-label='Clear']").first.click()

