@@ -1,7 +1,9 @@
 """The other engines as their users run them, for benchmarks/speed.py: one process per transcription.
 
-    python benchmarks/engines.py faster-whisper|openai-whisper COMPUTE_TYPE BEAM_SIZE THREADS AUDIO OUT_DIR
+    python benchmarks/engines.py faster-whisper|openai-whisper COMPUTE_TYPE BEAM_SIZE THREADS AUDIO OUT_DIR [BATCH]
 
+With BATCH, faster-whisper runs as its BatchedInferencePipeline (the mode Whisper-WebUI and WhisperX run: its own
+voice activity detection cuts the audio into chunks of up to 30 s, decoded BATCH at a time, without timestamps).
 Both load the embedded Whisper base (the weights ours uses): faster-whisper from its CTranslate2 directory,
 openai-whisper from the same weights converted to PyTorch. Writes OUT_DIR/transcript.txt and prints each segment on
 stderr as `[HH:MM:SS.mmm --> ...] text`, as it is decoded.
@@ -24,6 +26,7 @@ def stamp(seconds: float) -> str:
 
 def main() -> None:
     engine, compute_type, beam_size, threads, audio, out = sys.argv[1:7]
+    batch = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     texts = []
     if engine == "faster-whisper":
         from faster_whisper import WhisperModel
@@ -33,7 +36,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             write_embedded_ct2_dir(Path(d))
             model = WhisperModel(d, device="cpu", compute_type=compute_type, cpu_threads=int(threads))
-            segments, _ = model.transcribe(audio, language="en", beam_size=int(beam_size))
+            if batch:
+                from faster_whisper import BatchedInferencePipeline
+
+                pipeline = BatchedInferencePipeline(model)
+                segments, _ = pipeline.transcribe(audio, language="en", beam_size=int(beam_size), batch_size=batch)
+            else:
+                segments, _ = model.transcribe(audio, language="en", beam_size=int(beam_size))
             for s in segments:  # lazy: each segment as it is decoded
                 print(f"[{stamp(s.start)} --> {stamp(s.end)}] {s.text}", file=sys.stderr, flush=True)
                 texts.append(s.text)

@@ -10,7 +10,8 @@ Two recordings are built from the real English speech of ../shared/eval:
 Keep the seeds the tests use (tests/test_longform.py) out of this benchmark's runs: the default seed is not one.
 
 Each engine runs as its own process: ours is `python -m pipeline REC.wav` (defaults, greedy, each precision);
-faster-whisper (int8 greedy, int8 beam 5, f32 beam 5) and openai-whisper (beam 5) run through
+faster-whisper (int8 greedy, int8 beam 5, f32 beam 5, and its BatchedInferencePipeline at int8 with batches of 8
+and 16, its defaults otherwise) and openai-whisper (beam 5) run through
 `benchmarks/engines.py`, a plain script of the kind their users write; with --genai DIR, OpenVINO GenAI's
 WhisperPipeline too (int8 greedy and beam 5, its own venv: benchmarks/genai/setup.sh). All get the embedded Whisper base weights,
 --language en and the same thread count. The table gives wall time, x realtime, the ratio to faster-whisper int8
@@ -22,6 +23,9 @@ With --rounds N each recording runs every engine N times, in alternating order (
 table gives each engine's median wall time, the range, and the median of its per-round ratios to the reference
 engine: on a machine whose speed drifts by ±20 % from one run to the next, a ratio taken within a round, in both
 orders, is what can be compared (the detector's cost, defaults over --no-vad, is such a ratio).
+
+Each of our runs also prints where its process spent its time (python -m pipeline --timings): imports, model load,
+audio, detector, language detection, decoding (of which encoder passes and decoder steps), word timing, cues.
 """
 
 from __future__ import annotations
@@ -69,6 +73,9 @@ ENGINES = {
     "faster-whisper int8 greedy": OTHERS + ["faster-whisper", "int8", "1", "{threads}", "{audio}", "{out}"],
     "faster-whisper int8 beam 5": OTHERS + ["faster-whisper", "int8", "5", "{threads}", "{audio}", "{out}"],
     "faster-whisper f32 beam 5": OTHERS + ["faster-whisper", "float32", "5", "{threads}", "{audio}", "{out}"],
+    # (its defaults: beam 5, its own VAD, no timestamps inside a chunk)
+    "faster-whisper int8 batched 8": OTHERS + ["faster-whisper", "int8", "5", "{threads}", "{audio}", "{out}", "8"],
+    "faster-whisper int8 batched 16": OTHERS + ["faster-whisper", "int8", "5", "{threads}", "{audio}", "{out}", "16"],
     "openai-whisper beam 5": OTHERS + ["openai-whisper", "float32", "5", "{threads}", "{audio}", "{out}"],
 }  # fmt: skip
 BASELINE = "faster-whisper int8 greedy"
@@ -80,6 +87,7 @@ class Run:
     peak_mib: float
     text: str
     failed: str = ""
+    stages: str = ""  # ours: where the process spent its time (python -m pipeline --timings)
 
 
 def recordings(eval_dir: Path, seed: int) -> dict[str, Composition]:
@@ -180,15 +188,21 @@ def main() -> None:
                     out.mkdir()
                     fill = {"audio": str(audio), "out": str(out), "threads": str(args.threads)}
                     command = [part.format(**fill) for part in ENGINES[name]]
+                    if command[: len(OURS)] == OURS:
+                        command.append("--timings")  # (a clock read on each side of a stage)
                     try:
-                        wall, peak, _ = run(command, env)
-                        results[name] = Run(wall, peak, transcript(out))
+                        wall, peak, stderr = run(command, env)
+                        stages = stderr[stderr.find("time: ") :] if "time: " in stderr else ""
+                        results[name] = Run(wall, peak, transcript(out), stages=stages.strip())
                     except RuntimeError as e:
                         results[name] = Run(0.0, 0.0, "", str(e))
                     print(f"{rec}: {name}: {results[name].wall:.1f} s {results[name].failed}", file=sys.stderr)
                 rounds.append({name: results[name] for name in engines})
             if args.rounds == 1:
                 print(table(rec, comp, duration, rounds[0], machine, args.threads) + "\n", flush=True)
+                for name, result in rounds[0].items():
+                    if result.stages:
+                        print(f"Where **{name}** spent its time on {rec}:\n\n{result.stages}\n", flush=True)
             else:
                 print(rounds_table(rec, comp, duration, rounds, machine, args.threads) + "\n", flush=True)
         if not args.no_first_cue:

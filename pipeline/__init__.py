@@ -12,6 +12,8 @@ subtitle format; nothing here is re-exported under a module's name.)
 
 import os
 
+from pipeline import timings  # noqa: F401  (first: its import time is when the imports began)
+
 # torch (whisper's per-step logit rules, the STFT) and OpenVINO share the cores. After each small op, torch's OpenMP
 # threads spin, waiting for more work, on the cores OpenVINO's next decoder step needs: a greedy int8 step took
 # 6.6 ms in a real decode with them spinning and 4.3 ms without. OpenMP reads this when torch loads it, so it is set

@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from pathlib import Path
 
+from pipeline import timings
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.executors import add_arguments, executor
@@ -135,6 +137,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     add_arguments(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p.add_argument("--timings", action="store_true", help="print where the time went, stage by stage, at the end")
     return p.parse_args(argv)
 
 
@@ -185,6 +188,9 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.timings:
+        timings.enable()
+        timings.add("imports", time.perf_counter() - timings.STARTED)
     say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     try:
         spec = build_spec(args)
@@ -209,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if len(spec.inputs) > 1 or result.skipped:
         say(summary(result))
+    if args.timings:
+        print(timings.report(), file=sys.stderr)
     return 2 if result.failed else 0
 
 

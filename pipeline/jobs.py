@@ -36,6 +36,7 @@ from pipeline.render import CJK_LANGUAGES, PREVIEW_SECONDS, BurnOptions, burn, c
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
 from pipeline.subtitles import FORMATS, clean_cues, parse, read_subtitles
+from pipeline.timings import timed
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
@@ -508,6 +509,7 @@ def subtitle_file(
     return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media)
 
 
+@timed("cues")
 def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue]:
     """Whisper's segments re-cut into cues that keep the readability rules (pipeline.segment), from their words.
     A segment without word timings (rare: alignment found none) keeps its own timing and text."""

@@ -20,6 +20,7 @@ import imageio_ffmpeg
 import numpy as np
 
 from pipeline.errors import Cancelled, SubtitleError
+from pipeline.timings import timed
 
 SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
@@ -185,6 +186,7 @@ def hms(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+@timed("audio")
 def load_audio(
     path: Path, sample_rate: int = SAMPLE_RATE, limits: Limits | None = None, stop: threading.Event | None = None
 ) -> np.ndarray:

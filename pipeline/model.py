@@ -35,8 +35,10 @@ from whisper.timing import dtw as whisper_dtw
 from whisper.timing import dtw_cpu
 from whisper.tokenizer import Tokenizer
 
+from pipeline import timings
 from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
 from pipeline.errors import Cancelled, OptionError, SubtitleError
+from pipeline.timings import timed
 
 log = logging.getLogger("subtitle-generator")
 
@@ -156,7 +158,8 @@ class OVWhisper:
         req, dims = self._encoder_request(), self.dims
         store = np.empty((2 * dims.n_text_layer, mel.shape[0], dims.n_audio_ctx, dims.n_text_state), np.float32)
         for i, row in enumerate(mel.numpy()):  # one window at a time: the encoder is compute-bound, so a batch gains
-            req.infer({0: row[None]})  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
+            with timings.stage("encoder"):  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
+                req.infer({0: row[None]})
             store[:, i] = req.get_tensor("cross_kv").data.reshape(store.shape[0], *store.shape[2:])
         result = torch.from_numpy(store).transpose(0, 1)
         encoded.append((mel, result))  # holding `mel` keeps its memory from being reused for another window
@@ -209,7 +212,8 @@ class OVWhisper:
         req = self.aligner.create_infer_request()
         req.set_tensor("tokens", ov.Tensor(np.ascontiguousarray(tokens.numpy(), dtype=np.int64)))
         _bind_cross_kv(req, cross_kv, dims)
-        req.infer()
+        with timings.stage("aligner"):
+            req.infer()
         scores = torch.from_numpy(req.get_tensor("alignment_qk").data.copy())  # (B, A, T, S)
         for layer, block in enumerate(self.decoder.blocks):
             # (B, nh, T, S) with the alignment heads filled in; whisper reads nothing else, so a layer without
@@ -437,7 +441,8 @@ class OVInference(Inference):
         positions = sorted({self.sot_index, tokens.shape[-1] - 1}) if tokens.shape[-1] > 1 else [0]
         req.set_tensor("beam_idx", ov.Tensor(beam_idx))
         req.set_tensor("logit_pos", ov.Tensor(np.asarray(positions, dtype=np.int64)))
-        req.infer()
+        with timings.stage("decoder"):
+            req.infer()
         computed = torch.from_numpy(req.get_tensor("logits").data)  # (rows run, len(positions), vocab)
         if tokens.shape[-1] == 1:
             return computed.clone()
@@ -460,6 +465,7 @@ class OVInference(Inference):
         self._beam_idx = self._expand = None
 
 
+@timed("model load")
 def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
     """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
     # imported here: convert/ imports pipeline.errors, so a module-level import would be circular

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 from pipeline.errors import OptionError
 from pipeline.files import atomic_path
 from pipeline.subtitles import FORMATS, render
+from pipeline.timings import timed
 
 if TYPE_CHECKING:  # (pipeline.jobs imports this module)
     from pipeline.jobs import SubtitleResult
 
 
+@timed("write")
 def write_outputs(result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str) -> list[Path]:
     """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path)."""
     written = []

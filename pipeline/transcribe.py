@@ -35,6 +35,7 @@ from whisper.decoding import DecodingOptions
 from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
+from pipeline import timings
 from pipeline.decoding import (
     Answer,
     Guard,
@@ -146,7 +147,8 @@ def transcribe(
         else:  # from the first 30 s of speech (an intro of music says nothing about the language)
             onset = (speech.next_speech(0.0) if speech is not None else None) or 0.0
             first = int(max(onset - LEAD_IN, 0.0) * FRAMES_PER_SECOND)
-            _, probs = model.detect_language(window_mel(audio[first * HOP_LENGTH :], model.dims.n_mels))
+            with timings.stage("language"):
+                _, probs = model.detect_language(window_mel(audio[first * HOP_LENGTH :], model.dims.n_mels))
             language = max(probs, key=probs.get)
     info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs)
     return _segments(audio, content_frames, model, language, options, speech, progress), info
@@ -216,7 +218,8 @@ def _segments(
         if not waiting:
             break
         parts_asking = list(waiting)
-        answers = decode_batch(model, [waiting.pop(i) for i in parts_asking], options, tokenizer.eot)
+        with timings.stage("decode"):
+            answers = decode_batch(model, [waiting.pop(i) for i in parts_asking], options, tokenizer.eot)
         model.release_memory()
         for i, answer in zip(parts_asking, answers):
             resume(i, answer)
@@ -332,14 +335,15 @@ class _Stream:
         if options.word_timestamps and found:
             # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end.
             # answer.mel is a row of the batch the encoder ran on, so the aligner reuses its output
-            add_word_timestamps(
-                segments=found,
-                model=self.model,
-                tokenizer=tokenizer,
-                mel=answer.mel,
-                num_frames=segment_size,
-                last_speech_timestamp=self.last_speech_timestamp,
-            )
+            with timings.stage("word timing"):
+                add_word_timestamps(
+                    segments=found,
+                    model=self.model,
+                    tokenizer=tokenizer,
+                    mel=answer.mel,
+                    num_frames=segment_size,
+                    last_speech_timestamp=self.last_speech_timestamp,
+                )
         current = [off_the_seams(_placed(seg, result, window), window.seams) for seg in found]
         spoken = [w.end for seg in current for w in seg.words or ()]
         self.last_speech_timestamp = max([self.last_speech_timestamp, *spoken])

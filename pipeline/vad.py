@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.timings import timed
 from pipeline.tuning import (
     LOUDEST_PERCENTILE,
     MAX_FRAMES,
@@ -197,6 +198,7 @@ def speech_probabilities(audio: np.ndarray, fresh: bool = False, threads: int = 
     return np.concatenate(probs) if probs else np.zeros(0, np.float32)
 
 
+@timed("detector")
 def speech_map(audio: np.ndarray, options: VadOptions = VadOptions(), threads: int = 0) -> SpeechMap:
     """Speech regions of 16 kHz mono float32 audio. `threads`: CPU threads (0: OpenVINO chooses)."""
     _, get_speech_timestamps_from_probs, _ = _silero()

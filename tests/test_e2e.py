@@ -51,7 +51,8 @@ def composed_mp4(tmp_path_factory) -> Path:
 
 
 def test_cli_on_composed_video(composed_mp4, manifest, model_cache, tmp_path):
-    proc = cli(str(composed_mp4), "--output-dir", str(tmp_path), "--format", "srt,vtt,txt,json", env_cache=model_cache)
+    proc = cli(str(composed_mp4), "--output-dir", str(tmp_path), "--format", "srt,vtt,txt,json", "--timings",
+               env_cache=model_cache)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     srt_path = tmp_path / "talk with spaces.srt"
     assert {p.suffix for p in tmp_path.iterdir()} == {".srt", ".vtt", ".txt", ".json"}
@@ -75,6 +76,18 @@ def test_cli_on_composed_video(composed_mp4, manifest, model_cache, tmp_path):
     hypothesis = " ".join(c.content for c in cues)
     assert wer(reference, hypothesis) <= 0.10
     assert "%" in proc.stderr  # progress went to stderr
+
+    # --timings: where the process spent its time, each stage once or more, within the process's time
+    wall = float(re.search(r"time: ([\d.]+) s", proc.stderr).group(1))
+    rows = {m[1]: (float(m[2]), int(m[3])) for m in re.finditer(r"^\| ([a-z ]+) \| ([\d.]+) \| \d+ % \| (\d+) \|",
+                                                               proc.stderr, re.M)}  # fmt: skip
+    stages = ["imports", "model load", "audio", "detector", "decode", "word timing", "cues", "write"]
+    assert set(stages) <= set(rows) and all(rows[name][1] >= 1 for name in stages), proc.stderr
+    assert 0 < sum(rows[name][0] for name in stages) <= wall
+    passes, steps = rows["of which encoder"][1], rows["of which decoder"][1]
+    assert 1 <= passes < steps  # (many decoder steps a window)
+    inside = rows["decode"][0] + rows["word timing"][0] + rows.get("language", (0.0,))[0]
+    assert rows["of which encoder"][0] + rows["of which decoder"][0] <= inside
 
 
 def test_spanish_detected_and_translated(ov_model, audio, manifest):

@@ -1,0 +1,93 @@
+"""Where a process spends its time, stage by stage (python -m pipeline --timings; benchmarks/speed.py --timings).
+
+Off unless enable() is called: a stage then costs one clock read on each side. The stages are counted process-wide
+(the model may load in another thread than the one decoding). Encoder passes and decoder steps are counted where
+they run, so they are also inside the stage that asked for them (language detection, decoding, word timing): the
+report shows them as "of which" lines.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+STARTED = time.perf_counter()  # (pipeline/__init__.py imports this module first: the start of the imports)
+ORDER = ("imports", "model load", "audio", "detector", "language", "decode", "word timing", "cues", "write")
+INNER = ("encoder", "decoder", "aligner")  # counted inside the stages above
+
+_enabled = False
+_lock = threading.Lock()
+_totals: dict[str, list] = {}  # stage -> [seconds, count]
+
+
+def enable() -> None:
+    global _enabled
+    _enabled = True
+
+
+def add(name: str, seconds: float, count: int = 1) -> None:
+    if not _enabled:
+        return
+    with _lock:
+        total = _totals.setdefault(name, [0.0, 0])
+        total[0] += seconds
+        total[1] += count
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Time the block as one of `name` (nothing when timings are off)."""
+    if not _enabled:
+        yield
+        return
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        add(name, time.perf_counter() - start)
+
+
+def report() -> str:
+    """The table: each stage's seconds and share of the process's time so far, encoder passes and decoder steps."""
+    wall = time.perf_counter() - STARTED
+    with _lock:
+        totals = {name: tuple(value) for name, value in _totals.items()}
+    lines = [f"time: {wall:.2f} s since the imports began", "| stage | seconds | share | count | per call |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    counted = 0.0
+    for name in (*ORDER, *sorted(set(totals) - set(ORDER) - set(INNER))):
+        if name in totals:
+            seconds, count = totals[name]
+            counted += seconds
+            lines.append(
+                f"| {name} | {seconds:.2f} | {100 * seconds / wall:.0f} % | {count} | {_each(seconds, count)} |"
+            )
+    lines.append(f"| (the rest) | {wall - counted:.2f} | {100 * (wall - counted) / wall:.0f} % | | |")
+    for name in INNER:
+        if name in totals:
+            seconds, count = totals[name]
+            lines.append(f"| of which {name} | {seconds:.2f} | {100 * seconds / wall:.0f} % | {count} | "
+                         f"{_each(seconds, count)} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _each(seconds: float, count: int) -> str:
+    each = seconds / max(count, 1)
+    return f"{each:.2f} s" if each >= 0.1 else f"{1000 * each:.1f} ms"
+
+
+def timed(name: str):
+    """A decorator: each call of the function is one of stage `name`."""
+
+    def wrap(function):
+        @functools.wraps(function)
+        def timed_call(*args, **kwargs):
+            with stage(name):
+                return function(*args, **kwargs)
+
+        return timed_call
+
+    return wrap
