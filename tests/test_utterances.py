@@ -62,24 +62,30 @@ def test_nothing_lost_utterance_by_utterance(seed, clips, alone, ov_model):
     _check(comp, subtitle(comp.audio, ov_model, ENGLISH), alone)
 
 
-@pytest.mark.slow
-def test_batched_decoding_keeps_every_utterance(clips, alone, ov_model):
-    """Three parts decoded side by side: no utterance lost that the sequential decode keeps, no cue where nobody
-    speaks."""
+@pytest.fixture(scope="module")
+def seed_4(clips, ov_model):
+    """Seed 4's composition, decoded sequentially and in three parts side by side: (composition, sequential cues,
+    batched cues), decoded once for the tests of batched decoding."""
     comp = generate(clips, 4)
     assert comp.audio.size / 16000 > 180  # (long enough for three 60-s parts)
     sequential = subtitle(comp.audio, ov_model, ENGLISH)
     batched = subtitle(comp.audio, ov_model, TranscribeOptions(language="en", batch_size=3))
+    return comp, sequential, batched
+
+
+@pytest.mark.slow
+def test_batched_decoding_keeps_every_utterance(seed_4, alone):
+    """Three parts decoded side by side: no utterance lost that the sequential decode keeps, no cue where nobody
+    speaks."""
+    comp, sequential, batched = seed_4
     kept = {u.id for u in utterance_report(comp, sequential) if not u.lost(alone[u.id])}
     assert [u.id for u in utterance_report(comp, batched) if u.lost(alone[u.id]) and u.id in kept] == []
     assert cues_in(comp, batched) == []
 
 
 @pytest.mark.slow
-def test_batched_decoding_costs_at_most_half_a_point_of_wer(clips, ov_model):
-    comp = generate(clips, 4)
-    sequential = subtitle(comp.audio, ov_model, ENGLISH)
-    batched = subtitle(comp.audio, ov_model, TranscribeOptions(language="en", batch_size=3))
+def test_batched_decoding_costs_at_most_half_a_point_of_wer(seed_4):
+    comp, sequential, batched = seed_4
 
     def text(cues):
         return " ".join(c.text.replace("\n", " ") for c in cues)
