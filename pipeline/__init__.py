@@ -20,22 +20,44 @@ from pipeline import timings  # noqa: F401  (first: its import time is when the 
 # before anything imports torch (convert/__init__.py does the same); a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from pipeline.errors import SubtitleError  # noqa: E402
-from pipeline.jobs import (
-    JobResult,
-    JobSpec,
-    Policy,
-    SubtitleResult,
-    run_job,
-    subtitle_audio,
-    subtitle_file,
-)
-from pipeline.media import load_audio, probe
-from pipeline.model import ModelCache, ModelOptions, OVWhisper, load_model
-from pipeline.outputs import write_outputs
-from pipeline.segment import Cue, CueRules, Word
-from pipeline.subtitles import FORMATS
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
+# The names below are loaded on first use (PEP 562): `import pipeline.check` or `pipeline.subtitles` must not pay for
+# torch, whisper and OpenVINO (1-2 s), which only transcription needs.
+_EXPORTS = {
+    "SubtitleError": "pipeline.errors",
+    "JobResult": "pipeline.jobs",
+    "JobSpec": "pipeline.jobs",
+    "Policy": "pipeline.jobs",
+    "SubtitleResult": "pipeline.jobs",
+    "run_job": "pipeline.jobs",
+    "subtitle_audio": "pipeline.jobs",
+    "subtitle_file": "pipeline.jobs",
+    "load_audio": "pipeline.media",
+    "probe": "pipeline.media",
+    "ModelCache": "pipeline.model",
+    "ModelOptions": "pipeline.model",
+    "OVWhisper": "pipeline.model",
+    "load_model": "pipeline.model",
+    "write_outputs": "pipeline.outputs",
+    "Cue": "pipeline.segment",
+    "CueRules": "pipeline.segment",
+    "Word": "pipeline.segment",
+    "FORMATS": "pipeline.subtitles",
+    "Segment": "pipeline.transcribe",
+    "TranscribeOptions": "pipeline.transcribe",
+    "TranscriptionInfo": "pipeline.transcribe",
+    "transcribe": "pipeline.transcribe",
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # (once)
+    return value
+
 
 __all__ = [
     "FORMATS",
