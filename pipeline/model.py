@@ -28,7 +28,14 @@ import numpy as np
 import openvino as ov
 import torch
 from whisper.audio import N_FRAMES
-from whisper.decoding import DecodingOptions, DecodingResult, DecodingTask, GreedyDecoder, Inference
+from whisper.decoding import (
+    ApplyTimestampRules,
+    DecodingOptions,
+    DecodingResult,
+    DecodingTask,
+    GreedyDecoder,
+    Inference,
+)
 from whisper.decoding import detect_language as whisper_detect_language
 from whisper.model import ModelDimensions
 from whisper.timing import dtw as whisper_dtw
@@ -38,6 +45,7 @@ from whisper.tokenizer import Tokenizer
 from pipeline import timings
 from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
 from pipeline.errors import Cancelled, OptionError, SubtitleError
+from pipeline.rules import BatchedBeamSearch, BatchedTimestampRules
 from pipeline.timings import timed
 
 log = logging.getLogger("subtitle-generator")
@@ -153,17 +161,29 @@ class OVWhisper:
                 for i, row in enumerate(batch):
                     if row.data_ptr() == mel.data_ptr():
                         return result[i : i + 1]
+        # a window encoded alone already (the first window, for language detection) is found by its content
+        known = [self._encoded_row(row) for row in mel]
         while encoded and sum(len(batch) for batch, _ in encoded) + len(mel) > self.KEEP_ENCODED:
             encoded.pop(0)  # (its memory is free before the new output takes as much again)
         req, dims = self._encoder_request(), self.dims
         store = np.empty((2 * dims.n_text_layer, mel.shape[0], dims.n_audio_ctx, dims.n_text_state), np.float32)
         for i, row in enumerate(mel.numpy()):  # one window at a time: the encoder is compute-bound, so a batch gains
-            with timings.stage("encoder"):  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
+            if known[i] is not None:  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
+                store[:, i] = known[i].numpy()
+                continue
+            with timings.stage("encoder"):
                 req.infer({0: row[None]})
             store[:, i] = req.get_tensor("cross_kv").data.reshape(store.shape[0], *store.shape[2:])
         result = torch.from_numpy(store).transpose(0, 1)
         encoded.append((mel, result))  # holding `mel` keeps its memory from being reused for another window
         return result
+
+    def _encoded_row(self, row: torch.Tensor) -> torch.Tensor | None:
+        """The encoder's output (2L, 1500, d) for one window's mel, if this round encoded that window alone."""
+        for batch, result in self._encoded():
+            if len(batch) == 1 and batch.shape[1:] == row.shape and torch.equal(batch[0], row):
+                return result[0]
+        return None
 
     KEEP_ENCODED = 8  # windows whose encoder output is kept for word timing, at most (forget_encodings drops them)
 
@@ -330,8 +350,14 @@ class OVDecodingTask(DecodingTask):
     def __init__(self, model: OVWhisper, options: DecodingOptions, row_prompts: list[list[int]] | None = None):
         super().__init__(model, options)
         self.inference = OVInference(model, len(self.initial_tokens), self.sot_index)
+        # whisper's per-step rules, the same results computed for the whole batch at once (pipeline/rules.py)
+        self.logit_filters = [
+            BatchedTimestampRules(f.tokenizer, f.sample_begin, f.max_initial_timestamp_index)
+            if type(f) is ApplyTimestampRules else f
+            for f in self.logit_filters
+        ]  # fmt: skip
         if options.beam_size is not None:
-            self.decoder.inference = self.inference  # BeamSearchDecoder keeps its own reference
+            self.decoder = BatchedBeamSearch(options.beam_size, self.tokenizer.eot, self.inference, options.patience)
         elif options.temperature > 0:
             self.decoder = SeededSampler(options.temperature, self.tokenizer.eot)
         self.row_prompts = None
