@@ -11,6 +11,8 @@ subtitle format; nothing here is re-exported under a module's name.)
 """
 
 import os
+import sys
+import types
 
 from pipeline import timings  # noqa: F401  (first: its import time is when the imports began)
 
@@ -47,6 +49,19 @@ _EXPORTS = {
     "TranscriptionInfo": "pipeline.transcribe",
     "transcribe": "pipeline.transcribe",
 }
+
+
+class _Package(types.ModuleType):
+    """This package's module. `transcribe` is both a submodule and the function exported here: importing the
+    submodule binds its name in the package (the import system does), and the name must stay the function's."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):

@@ -144,14 +144,35 @@ def transcribe(
     if language is None:
         if not model.is_multilingual:
             language, probs = "en", {"en": 1.0}
-        else:  # from the first 30 s of speech (an intro of music says nothing about the language)
-            onset = (speech.next_speech(0.0) if speech is not None else None) or 0.0
-            first = int(max(onset - LEAD_IN, 0.0) * FRAMES_PER_SECOND)
+        else:  # from the first window, when it is speech (an intro of music says nothing about the language): its
+            # encoder output is kept (OVWhisper.encoder), and its first decode does not encode it again
+            first = Window(((0, min(N_FRAMES, content_frames)),))  # (whisper's clock)
+            if speech is not None:
+                first = plan_window(speech, 0, content_frames)
+            samples = window_audio(audio, first, speech) if first is not None and first.heard else None
+            if samples is None:  # else from the first 30 s of speech
+                onset = (speech.next_speech(0.0) if speech is not None else None) or 0.0
+                samples = audio[int(max(onset - LEAD_IN, 0.0) * FRAMES_PER_SECOND) * HOP_LENGTH :]
             with timings.stage("language"):
-                _, probs = model.detect_language(window_mel(audio[first * HOP_LENGTH :], model.dims.n_mels))
+                _, probs = model.detect_language(window_mel(samples, model.dims.n_mels))
             language = max(probs, key=probs.get)
     info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs)
     return _segments(audio, content_frames, model, language, options, speech, progress), info
+
+
+def window_audio(audio: np.ndarray, window: Window, speech: SpeechMap | None) -> np.ndarray | None:
+    """The samples whisper is given for a window: its pieces joined, leveled where the detector heard speech; None
+    when there is nothing to decode. (Near-)digital silence is not decoded at all: whisper would hallucinate "You" or
+    "Thank you." there. A window of a sound is planned where the level stands out from its surroundings
+    (SpeechMap.sounds): it may be quieter, and is decoded however quiet (a whisper after digital silence;
+    docs/longform.md, QUIET_DBFS)."""
+    samples = np.concatenate([audio[a * HOP_LENGTH : b * HOP_LENGTH] for a, b in window.pieces])
+    if window.frames <= 0 or (window.heard and is_quiet(samples)):
+        return None
+    if window.heard and speech is not None:
+        samples = leveled(samples, window, gains(speech, window.start / FRAMES_PER_SECOND,
+                                                 window.end / FRAMES_PER_SECOND))  # fmt: skip
+    return samples
 
 
 def window_mel(audio: np.ndarray, n_mels: int) -> torch.Tensor:
@@ -303,15 +324,9 @@ class _Stream:
         advance); result None when the window holds no speech. Segment and word times are the recording's."""
         options, tokenizer = self.options, self.tokenizer
         segment_size = window.frames
-        audio = np.concatenate([self.audio[a * HOP_LENGTH : b * HOP_LENGTH] for a, b in window.pieces])
-        # (near-)digital silence is not decoded at all: whisper would hallucinate "You" or "Thank you." there. A
-        # window of a sound is planned where the level stands out from its surroundings (SpeechMap.sounds): it may
-        # be quieter, and is decoded however quiet (a whisper after digital silence; docs/longform.md, QUIET_DBFS)
-        if segment_size <= 0 or (window.heard and is_quiet(audio)):
+        audio = window_audio(self.audio, window, self.speech)
+        if audio is None:
             return None, [], segment_size
-        if window.heard and self.speech is not None:
-            audio = leveled(audio, window, gains(self.speech, window.start / FRAMES_PER_SECOND,
-                                                 window.end / FRAMES_PER_SECOND))  # fmt: skip
         if not window.heard:  # (the previous text, as a prompt, makes whisper go on with it over music)
             decode_options = replace(decode_options, prompt=None)
         answer = yield Request(window_mel(audio, self.model.dims.n_mels), decode_options, window.heard)
