@@ -1,0 +1,132 @@
+"""The encoder pass under each setting OpenVINO's CPU plugin offers, on the CPU at hand: what to try on a new CPU.
+
+    python benchmarks/encoder.py [--model base] [--threads N] [--passes 8] [--clip tests/data/...]
+
+The encoder is the floor of our time on CPUs without AVX-512 (0.75-1.7 s a window on 2 AVX2 cores, against
+0.17-0.29 s on AVX-512 ones): every window, re-decode and word timing needs its pass. Each row compiles the encoder IR
+with one setting and times passes over a real window of speech (the median of --passes, after a first pass that is
+not counted), and compares its output, the cross-attention keys and values every decoder step reads, with f32's:
+- weights: the IR's storage (f16 is the f32/bf16 precisions' IR, int8 the int8 precision's);
+- hint: INFERENCE_PRECISION_HINT, where the CPU has it (bf16: AVX512-BF16 or AMX; f16: AVX512-FP16 or AMX-FP16);
+- dynamic quantization: DYNAMIC_QUANTIZATION_GROUP_SIZE for int8 weights (activations quantized to int8 in groups
+  of that many values, so the matmuls run on VNNI/AMX int8 units; 0 turns it off);
+- pinning: ENABLE_CPU_PINNING; streams: NUM_STREAMS 2 of 1 thread each with two windows in flight (throughput for
+  side-by-side windows, as --batch-size decodes them), against one request of all threads.
+"error" is the difference from f32's output relative to it (the norm of the difference over f32's norm; f16
+rounding alone is 3e-4). A setting
+that is faster here is a candidate; benchmarks/precision.py then measures its WER clip by clip before `auto`
+(pipeline/cpu.py, pipeline/model.py resolve_precision) adopts it. The CPU's model and flags head the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import openvino as ov  # noqa: E402
+
+from pipeline.cpu import cpu  # noqa: E402
+
+
+def settings(info, capabilities: list[str]) -> list[tuple[str, str, dict]]:
+    """(name, weights, compile config) of every setting this CPU can run."""
+    rows = [("f32", "f16", {"INFERENCE_PRECISION_HINT": "f32"})]
+    if info.has_bf16:
+        rows.append(("bf16", "f16", {"INFERENCE_PRECISION_HINT": "bf16"}))
+    if "FP16" in capabilities:
+        rows.append(("f16", "f16", {"INFERENCE_PRECISION_HINT": "f16"}))
+    rows.append(("int8 weights, f32", "int8", {"INFERENCE_PRECISION_HINT": "f32"}))
+    for group in (0, 32, 128, 256):
+        rows.append((f"int8 weights, f32, dynamic quantization {group or 'off'}", "int8",
+                     {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": group}))  # fmt: skip
+    if info.has_bf16:
+        rows.append(("int8 weights, bf16", "int8", {"INFERENCE_PRECISION_HINT": "bf16"}))
+    for name, weights, config in list(rows):
+        if name in ("f32", "int8 weights, f32"):
+            rows.append((f"{name}, pinned", weights, {**config, "ENABLE_CPU_PINNING": True}))
+            rows.append((f"{name}, not pinned", weights, {**config, "ENABLE_CPU_PINNING": False}))
+    return rows
+
+
+def measure(compiled: ov.CompiledModel, mel: np.ndarray, passes: int) -> tuple[float, np.ndarray]:
+    """Median seconds per pass of one request, and its output."""
+    request = compiled.create_infer_request()
+    request.infer({0: mel})
+    times = []
+    for _ in range(passes):
+        started = time.perf_counter()
+        request.infer({0: mel})
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), request.get_tensor("cross_kv").data.copy()
+
+
+def streams(compiled: ov.CompiledModel, mel: np.ndarray, passes: int) -> float:
+    """Seconds per window with two requests in flight at once (the compiled model's streams run them side by side)."""
+    queue = ov.AsyncInferQueue(compiled, 2)
+    for _ in range(2):
+        queue.start_async({0: mel})
+    queue.wait_all()
+    started = time.perf_counter()
+    for _ in range(passes * 2):
+        queue.start_async({0: mel})
+    queue.wait_all()
+    return (time.perf_counter() - started) / (passes * 2)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="base")
+    p.add_argument("--threads", type=int, default=cpu().cores)
+    p.add_argument("--passes", type=int, default=8)
+    p.add_argument("--clip", type=Path, default=ROOT / "tests" / "data" / "en_ls_61-70968-0000.flac")
+    args = p.parse_args()
+
+    import torch
+    from whisper.audio import log_mel_spectrogram, pad_or_trim
+
+    from convert.checkpoints import resolve_checkpoint
+    from convert.export import ExportOptions, ensure_ir
+    from pipeline.media import load_audio
+
+    info, core = cpu(), ov.Core()
+    capabilities = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    checkpoint = resolve_checkpoint(args.model)
+    irs = {w: ensure_ir(checkpoint, ExportOptions(weights=w)) for w in ("f16", "int8")}
+    n_mels = 128 if "large-v3" in args.model or "turbo" in args.model else 80
+    audio = torch.from_numpy(pad_or_trim(load_audio(args.clip)))
+    mel = log_mel_spectrogram(audio, n_mels)[None].numpy()
+    base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": args.threads}
+
+    print(f"CPU: {info.describe()}; OpenVINO {ov.get_version()}, capabilities {' '.join(capabilities)}; "
+          f"{args.threads} threads; {checkpoint.description}; {args.clip.name}, median of {args.passes} passes")  # fmt: skip
+    print()
+    print("| setting | weights | ms per window | / f32 | error |")
+    print("|---|---|---|---|---|")
+    reference = reference_time = None
+    for name, weights, config in settings(info, capabilities):
+        compiled = core.compile_model(irs[weights] / "encoder.xml", "CPU", {**base, **config})
+        seconds, output = measure(compiled, mel, args.passes)
+        if reference is None:
+            reference, reference_time = output, seconds
+        error = float(np.linalg.norm(output - reference) / np.linalg.norm(reference))
+        print(f"| {name} | {weights} | {1000 * seconds:.0f} | {seconds / reference_time:.2f} | {error:.1e} |",
+              flush=True)  # fmt: skip
+    for name, weights, config in settings(info, capabilities)[:1] + [("int8 weights, f32", "int8", {})]:
+        throughput = {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": 2, "INFERENCE_NUM_THREADS": args.threads,
+                      "INFERENCE_PRECISION_HINT": "f32"}  # fmt: skip
+        compiled = core.compile_model(irs[weights] / "encoder.xml", "CPU", throughput)
+        seconds = streams(compiled, mel, args.passes)
+        print(f"| {name}, 2 streams, 2 windows in flight | {weights} | {1000 * seconds:.0f} per window | "
+              f"{seconds / reference_time:.2f} | |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
