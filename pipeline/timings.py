@@ -37,6 +37,12 @@ def add(name: str, seconds: float, count: int = 1) -> None:
         total[1] += count
 
 
+def count(name: str) -> int:
+    """How many times stage `name` ran so far (0 while timings are off)."""
+    with _lock:
+        return _totals.get(name, [0.0, 0])[1]
+
+
 @contextmanager
 def stage(name: str) -> Iterator[None]:
     """Time the block as one of `name` (nothing when timings are off)."""

@@ -16,7 +16,7 @@ from whisper.normalizers import BasicTextNormalizer
 
 from convert.checkpoints import Checkpoint, resolve_checkpoint
 from convert.export import EXPORT_VERSION, ensure_ir
-from pipeline import SubtitleError, TranscribeOptions, subtitle_file, transcribe
+from pipeline import SubtitleError, TranscribeOptions, subtitle_file, timings, transcribe
 from pipeline.media import ffmpeg_exe
 
 pytestmark = pytest.mark.slow  # end-to-end: real speech through real models
@@ -88,6 +88,17 @@ def test_cli_on_composed_video(composed_mp4, manifest, model_cache, tmp_path):
     assert 1 <= passes < steps  # (many decoder steps a window)
     inside = rows["decode"][0] + rows["word timing"][0] + rows.get("language", (0.0,))[0]
     assert rows["of which encoder"][0] + rows["of which decoder"][0] <= inside
+
+
+def test_language_detected_on_the_first_windows_encoding(ov_model, audio):
+    """In auto language the first window's encoder pass serves both the detection and the window's decode (and its
+    word timing): a one-window clip is encoded once, not twice."""
+    timings.enable()
+    before = timings.count("encoder")
+    segments, info = transcribe(audio("en_ls_61-70968-0000"), ov_model, TranscribeOptions(word_timestamps=True))
+    assert info.language == "en" and info.language_probability > 0.5
+    assert "wizard" in " ".join(s.text for s in segments).lower()
+    assert timings.count("encoder") - before == 1
 
 
 def test_spanish_detected_and_translated(ov_model, audio, manifest):
