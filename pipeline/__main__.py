@@ -86,7 +86,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--batch-size",
         type=int,
         default=TranscribeOptions.batch_size,
-        help="windows decoded at once: long recordings are cut at pauses into this many parts, decoded side by side",
+        help="windows decoded at once: long recordings are cut at pauses into this many parts, decoded side by side "
+        "(--beam-size 1 --batch-size 8 is the fast mode)",
     )
     p.add_argument("--initial-prompt", default=None, help="words or style to prime the first window with")
     p.add_argument("--no-condition-on-previous-text", action="store_true", help="decode each window independently")
