@@ -273,7 +273,11 @@ def _print(events, say, inputs: int) -> JobResult:
 def leave(code: int) -> None:
     """End the process. Once main() has returned, the job's files are written and closed, its temporary folders are
     gone and its threads have ended; what is left is the interpreter tearing down torch and OpenVINO (0.3-0.5 s, a
-    tenth of a short clip's run) and waiting on OpenVINO's idle telemetry thread. So the process ends at once."""
+    tenth of a short clip's run) and waiting on OpenVINO's idle telemetry thread. So the process ends at once, unless
+    it ran on Ray: Ray's client closes its connection in the background, and a client that vanishes mid-way leaves
+    its server on the cluster waiting (the next run's server then failed to start)."""
+    if "ray" in sys.modules:
+        sys.exit(code)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
