@@ -167,8 +167,10 @@ class OVWhisper:
             encoded.pop(0)  # (its memory is free before the new output takes as much again)
         req, dims = self._encoder_request(), self.dims
         store = np.empty((2 * dims.n_text_layer, mel.shape[0], dims.n_audio_ctx, dims.n_text_state), np.float32)
-        for i, row in enumerate(mel.numpy()):  # one window at a time: the encoder is compute-bound, so a batch gains
-            if known[i] is not None:  # nothing, and its activations grow with it (4 windows: 0.3-0.5 GB more RSS)
+        # one window at a time: the encoder is compute-bound, so a batch gains nothing, and its activations grow with
+        # it (4 windows: 0.3-0.5 GB more RSS)
+        for i, row in enumerate(mel.numpy()):
+            if known[i] is not None:
                 store[:, i] = known[i].numpy()
                 continue
             with timings.stage("encoder"):
