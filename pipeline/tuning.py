@@ -1,5 +1,5 @@
 """The tuned numbers of long-form decoding (pipeline/transcribe.py, pipeline/decoding.py, pipeline/longform/), the
-speech detector (pipeline/vad.py) and the cues (pipeline/segment.py), in one table.
+speech detector (pipeline/vad.py), the cues (pipeline/segment.py) and speaker turns (pipeline/turns.py), in one table.
 
 Each constant says its unit, what it trades (what goes wrong when it is larger, and when it is smaller), and the tests
 that pin it: a test function of its stage's table (tests/test_windows.py, test_decoding.py, test_redecode.py,
@@ -351,3 +351,28 @@ EARLY = 0.15
 # speech, three cues in a row" (0.4 s: larger). Smaller (0.2 s) fails no test: test_retime's expected times are written
 # with LATE, and move with it.
 LATE = 0.3
+
+# --- speaker turns (pipeline/turns.py; tests/test_turns.py) ----------------------------------------------------------
+# Provisional: chosen from a 4-speaker composition of the tests' clips and a research run on one composition of
+# ../shared/eval (cosine distances of 0.3-0.5 found its 4 speakers); the speaker-turn benchmark is to measure them.
+
+# Seconds between the starts of two 1.6-s windows embedded over the speech. Larger: fewer windows to embed (cheaper),
+# turns placed more coarsely and a short turn (under a second) covered by fewer windows. Smaller: more windows, each
+# costing an encoder call, for finer turns.
+# Pinned by: test_windows rows "a long region: every 0.5 s, the last one ending with it" and "two regions"; test_turns_from
+# (the rows with a 3-s region).
+TURN_STEP = 0.5
+
+# Cosine distance (1 - similarity) at which agglomerative clustering (average linkage) stops merging, when the number
+# of speakers is not given. Larger: two voices alike are taken for one speaker. Smaller: one voice is split into two
+# speakers (its loud and quiet stretches, its laughs).
+# Pinned by: test_cluster rows "two voices 0.5 apart: two speakers" (larger) and "one voice, spread 0.3: one
+# speaker" (smaller).
+TURN_DISTANCE = 0.4
+
+# Share of the windows under which a cluster is no speaker of its own and its windows go to the nearest larger cluster
+# (a cough, a laugh, noise). Larger: a speaker who says little is merged into another. Smaller: stray windows become
+# speakers of their own.
+# Pinned by: test_cluster rows "a stray window joins the nearest voice" (smaller) and "a voice with a tenth of the
+# windows stays" (larger).
+TURN_MIN_SHARE = 0.05

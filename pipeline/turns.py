@@ -1,0 +1,139 @@
+"""Speaker turns: who speaks when, from speaker embeddings of the detected speech, clustered.
+
+The speech regions (pipeline/vad.py) are covered by 1.6-s windows every TURN_STEP seconds; each window is embedded
+(pipeline/speakers.py: GE2E, on OpenVINO) and the windows are clustered by cosine distance with scikit-learn's
+agglomerative clustering (average linkage): into the number of speakers given, or, when it is not, until the
+closest two clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into
+the nearest large one (a cough, a laugh, a stretch of noise is not a speaker), as pyannote does. Each stretch of
+speech then belongs to the speaker of the windows centred in it; a turn changes halfway between two windows of
+different speakers. Speakers are numbered in the order they first speak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.errors import OptionError
+from pipeline.speakers import HOP, PARTIAL_FRAMES, SAMPLE_RATE, SpeakerEncoder, leveled, power_mel
+from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_STEP
+
+WINDOW = PARTIAL_FRAMES * HOP / SAMPLE_RATE  # 1.6 s
+
+
+@dataclass(frozen=True)
+class Turn:
+    start: float  # seconds
+    end: float
+    speaker: int  # 0, 1, ...: in the order the speakers first speak
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    speakers: int | None = None  # how many people speak; None: found from the voices
+
+    def __post_init__(self):
+        if self.speakers is not None and not 1 <= self.speakers <= 20:
+            raise OptionError("speakers", "The number of speakers is from 1 to 20, or auto")
+
+
+def windows(regions: list[tuple[float, float]] | tuple, step: float = TURN_STEP) -> list[tuple[float, float]]:
+    """(start, end) of the 1.6-s windows over each speech region, every `step` seconds, the last one ending with the
+    region; a region shorter than a window gets one window centred on it (it may reach outside the region)."""
+    out = []
+    for a, b in regions:
+        if b - a <= WINDOW:
+            middle = (a + b) / 2
+            out.append((max(middle - WINDOW / 2, 0.0), max(middle - WINDOW / 2, 0.0) + WINDOW))
+            continue
+        starts = [float(s) for s in np.arange(a, b - WINDOW, step) if s < b - WINDOW - 1e-6]
+        starts.append(b - WINDOW)
+        out += [(float(s), float(s) + WINDOW) for s in starts]
+    return out
+
+
+def embed_windows(audio: np.ndarray, spans: list[tuple[float, float]], encoder: SpeakerEncoder) -> np.ndarray:
+    """(N, 256): each window's embedding, its audio raised to the model's level on its own."""
+    if not spans:
+        return np.zeros((0, 256), np.float32)
+    mels = []
+    for start, _ in spans:
+        first = int(round(start * SAMPLE_RATE))
+        samples = audio[first : first + PARTIAL_FRAMES * HOP]
+        samples = np.pad(samples, (0, PARTIAL_FRAMES * HOP - len(samples)))
+        mels.append(power_mel(leveled(samples))[:PARTIAL_FRAMES])
+    out = [encoder.embed_partials(np.stack(mels[i : i + 64])) for i in range(0, len(mels), 64)]
+    return np.concatenate(out)
+
+
+def cluster(embeddings: np.ndarray, speakers: int | None = None) -> np.ndarray:
+    """A label per embedding, 0, 1, ... in the order of first appearance."""
+    n = len(embeddings)
+    if n == 0:
+        return np.zeros(0, int)
+    if n == 1 or speakers == 1:
+        return np.zeros(n, int)
+    from sklearn.cluster import AgglomerativeClustering
+
+    if speakers is not None:
+        model = AgglomerativeClustering(n_clusters=min(speakers, n), metric="cosine", linkage="average")
+    else:
+        model = AgglomerativeClustering(
+            n_clusters=None, metric="cosine", linkage="average", distance_threshold=TURN_DISTANCE
+        )
+    labels = model.fit_predict(embeddings)
+    if speakers is None:
+        labels = _fold_small(embeddings, labels)
+    order = {label: i for i, label in enumerate(dict.fromkeys(labels.tolist()))}
+    return np.array([order[label] for label in labels.tolist()])
+
+
+def _fold_small(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Windows of clusters under TURN_MIN_SHARE of all go to the large cluster whose centroid is closest."""
+    counts = np.bincount(labels)
+    large = [k for k in range(len(counts)) if counts[k] >= TURN_MIN_SHARE * len(labels)]
+    if not large or len(large) == len(counts):
+        return labels
+    centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in large])
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    nearest = np.array(large)[(embeddings @ centroids.T).argmax(axis=1)]
+    return np.where(np.isin(labels, large), labels, nearest)
+
+
+def turns_from(
+    regions: list[tuple[float, float]] | tuple, spans: list[tuple[float, float]], labels: np.ndarray
+) -> list[Turn]:
+    """The speech regions cut where the speaker changes (`spans`, `labels`: windows(regions) and their speakers).
+    Within a region each instant belongs to the window whose centre is nearest, so a turn changes halfway between
+    the centres of two windows of different speakers."""
+    turns: list[Turn] = []
+    first = 0
+    for a, b in regions:
+        count = len(windows([(a, b)]))
+        centres = [(s + e) / 2 for s, e in spans[first : first + count]]
+        speakers = [int(k) for k in labels[first : first + count]]
+        first += count
+        cuts, owners = [a], [speakers[0]]
+        for i in range(1, count):
+            if speakers[i] != speakers[i - 1]:
+                cuts.append(min(max((centres[i - 1] + centres[i]) / 2, a), b))
+                owners.append(speakers[i])
+        cuts.append(b)
+        for s, e, speaker in zip(cuts, cuts[1:], owners):
+            if e <= s:
+                continue
+            if turns and turns[-1].speaker == speaker and s - turns[-1].end < 1e-9:
+                turns[-1] = Turn(turns[-1].start, round(e, 3), speaker)
+            else:
+                turns.append(Turn(round(s, 3), round(e, 3), speaker))
+    return turns
+
+
+def speaker_turns(
+    audio: np.ndarray, regions: list[tuple[float, float]] | tuple, encoder: SpeakerEncoder, options=TurnOptions()
+) -> list[Turn]:
+    """Who speaks when in 16-kHz audio whose speech is in `regions` (seconds)."""
+    spans = windows(regions)
+    labels = cluster(embed_windows(audio, spans, encoder), options.speakers)
+    return turns_from(regions, spans, labels)

@@ -1,0 +1,138 @@
+"""Speaker turns (pipeline/turns.py): windows over the speech, clustering of their embeddings, turns; and a real
+four-voice recording from the tests' clips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import clip_path
+
+from pipeline.errors import OptionError
+from pipeline.turns import Turn, TurnOptions, cluster, speaker_turns, turns_from, windows
+
+
+@pytest.mark.parametrize(
+    ("regions", "spans"),
+    [
+        # a long region: every 0.5 s, the last one ending with it
+        ([(0.0, 3.0)], [(0.0, 1.6), (0.5, 2.1), (1.0, 2.6), (1.4, 3.0)]),
+        ([(2.0, 2.6)], [(1.5, 3.1)]),  # shorter than a window: one, centred on it
+        ([(0.2, 0.6)], [(0.0, 1.6)]),  # (not before the recording's start)
+        ([(1.0, 2.6)], [(1.0, 2.6)]),  # exactly a window
+        ([(0.0, 2.0), (5.0, 5.5)], [(0.0, 1.6), (0.4, 2.0), (4.45, 6.05)]),  # two regions
+        ([], []),
+    ],
+)
+def test_windows(regions, spans):
+    got = windows(regions)
+    assert len(got) == len(spans) and all(g == pytest.approx(s) for g, s in zip(got, spans))
+
+
+@pytest.mark.parametrize(
+    ("regions", "labels", "turns"),
+    [
+        # the turn changes halfway between the centres of the last window of one voice and the first of the next
+        ([(0.0, 3.0)], [0, 0, 1, 1], [Turn(0.0, 1.55, 0), Turn(1.55, 3.0, 1)]),
+        ([(0.0, 3.0)], [0, 0, 0, 0], [Turn(0.0, 3.0, 0)]),
+        ([(0.0, 3.0)], [0, 1, 1, 0], [Turn(0.0, 1.05, 0), Turn(1.05, 2.0, 1), Turn(2.0, 3.0, 0)]),
+        # two regions: a turn each, the pause between them nobody's
+        ([(0.0, 2.0), (5.0, 5.5)], [0, 0, 1], [Turn(0.0, 2.0, 0), Turn(5.0, 5.5, 1)]),
+        ([(0.0, 2.0), (5.0, 5.5)], [0, 0, 0], [Turn(0.0, 2.0, 0), Turn(5.0, 5.5, 0)]),
+    ],
+)
+def test_turns_from(regions, labels, turns):
+    assert turns_from(regions, windows(regions), np.array(labels)) == turns
+
+
+def voices(rng, spec: list[tuple[int, float]], dims: int = 256) -> np.ndarray:
+    """Unit vectors: for each (count, spread), `count` windows of one voice, each at cosine distance `spread` from
+    the others of its voice (orthogonal offsets from its centre); the voices' centres orthogonal to each other."""
+    basis = np.linalg.qr(rng.standard_normal((dims, dims)))[0]
+    rows, k = [], 0
+    for v, (count, spread) in enumerate(spec):
+        centre = basis[v]
+        r = np.sqrt(spread / (1 - spread)) if spread else 0.0  # |c + r e_i| offsets: pairwise cosine 1 / (1 + r^2)
+        for _ in range(count):
+            rows.append(centre + r * basis[len(spec) + k])
+            k += 1
+    out = np.array(rows)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
+    a, b = np.linalg.qr(rng.standard_normal((256, 2)))[0].T
+    second = (1 - distance) * a + np.sqrt(1 - (1 - distance) ** 2) * b  # cosine 1 - distance from the first
+    return np.array([a] * count + [second] * count)
+
+
+@pytest.mark.parametrize(
+    ("make", "speakers", "expected"),
+    [
+        # two voices 0.5 apart: two speakers
+        (lambda rng: two_voices_apart(rng, 0.5), None, [0] * 10 + [1] * 10),
+        (lambda rng: two_voices_apart(rng, 0.3), None, [0] * 20),  # too alike: one
+        (lambda rng: two_voices_apart(rng, 0.3), 2, [0] * 10 + [1] * 10),  # unless two are asked for
+        # one voice, spread 0.3: one speaker
+        (lambda rng: voices(rng, [(6, 0.3)]), None, [0] * 6),
+        # a stray window joins the nearest voice (3 of 80 windows, far from both voices)
+        (lambda rng: voices(rng, [(50, 0.0), (27, 0.0), (3, 0.0)]), None, None),
+        # a voice with a tenth of the windows stays (6 of 100: above 5 %)
+        (lambda rng: voices(rng, [(50, 0.0), (44, 0.0), (6, 0.0)]), None, [0] * 50 + [1] * 44 + [2] * 6),
+        (lambda rng: voices(rng, [(3, 0.0), (1, 0.0)]), 1, [0] * 4),
+        (lambda rng: voices(rng, [(1, 0.0)]), None, [0]),
+    ],
+)
+def test_cluster(make, speakers, expected):
+    embeddings = make(np.random.default_rng(0))
+    labels = cluster(embeddings, speakers).tolist()
+    if expected is None:  # (the stray windows' nearest voice is a tie: either)
+        assert labels[:77] == [0] * 50 + [1] * 27 and set(labels[77:]) <= {0, 1}
+    else:
+        assert labels == expected
+
+
+@pytest.mark.parametrize("speakers", [0, 21, -1])
+def test_turn_options_check_the_count(speakers):
+    with pytest.raises(OptionError):
+        TurnOptions(speakers=speakers)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("speakers", [None, 4])
+def test_four_voices_found(speakers):
+    """Four real voices in eight turns (LJ Speech's reader, a LibriVox reader, JFK, a LibriSpeech speaker), 0.5 s
+    apart: found without being told how many, each turn's speech given to one speaker, a different one per voice."""
+    from pipeline.media import load_audio
+    from pipeline.speakers import SpeakerEncoder
+    from pipeline.vad import VadOptions, speech_map
+
+    order = [("en_ljs_LJ001-0001", "lj"), ("en_librivox_sas01_0870", "sas"), ("en_jfk", "jfk"),
+             ("en_ljs_LJ001-0003", "lj"), ("en_librivox_sas01_0880", "sas"), ("en_ls_2412-153948-0000", "ls"),
+             ("en_ljs_LJ001-0008", "lj"), ("en_librivox_sas01_0890", "sas")]  # fmt: skip
+    pieces, spans, t = [], [], 0.0
+    for clip, who in order:
+        samples = load_audio(clip_path(clip))
+        pieces += [samples, np.zeros(8000, np.float32)]
+        spans.append((t, t + len(samples) / 16000, who))
+        t += len(samples) / 16000 + 0.5
+    audio = np.concatenate(pieces)
+    regions = speech_map(audio, VadOptions(), 2).regions
+    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), TurnOptions(speakers=speakers))
+
+    def said(a: float, b: float) -> dict[int, float]:
+        time: dict[int, float] = {}
+        for turn in turns:
+            overlap = min(b, turn.end) - max(a, turn.start)
+            if overlap > 0:
+                time[turn.speaker] = time.get(turn.speaker, 0.0) + overlap
+        return time
+
+    owner: dict[str, set[int]] = {}
+    for a, b, who in spans:
+        time = said(a, b)
+        main = max(time, key=time.get)
+        assert time[main] >= 0.9 * sum(time.values()), (who, time)  # one speaker holds the turn
+        owner.setdefault(who, set()).add(main)
+    assert all(len(found) == 1 for found in owner.values()), owner  # a voice is always the same speaker
+    assert len({next(iter(found)) for found in owner.values()}) == 4  # and four voices are four speakers
+    assert len({turn.speaker for turn in turns}) == 4
