@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,37 +73,46 @@ def ensure_ir(
     options: ExportOptions = ExportOptions(),
     progress: Callable[[str], None] = lambda message: None,
 ) -> Path:
-    """Return the cache folder holding the IR for `checkpoint`, exporting it first if it is not there yet.
+    """Return the cache folder holding the IR for `checkpoint`, exporting it first if it is not there yet."""
 
-    One process exports a given entry at a time (a lock file beside it); the others wait and then use its result.
-    Only an incomplete entry is ever replaced, and temporary folders of exports killed midway (kill -9) are swept
-    by the next export of that entry."""
-    key = f"{checkpoint.identity}-v{EXPORT_VERSION}-{options.weights}"
+    def write(folder: Path) -> None:
+        progress(f"Preparing {checkpoint.description} for OpenVINO (first run only)")
+        export(checkpoint.load(), folder, options)
+
+    return cached_entry(f"{checkpoint.identity}-v{EXPORT_VERSION}-{options.weights}", FILES, write)
+
+
+def cached_entry(key: str, files: Sequence[str], write: Callable[[Path], None]) -> Path:
+    """The cache folder `key`, holding `files`; written by `write(folder)` first if it is not there yet.
+
+    One process writes a given entry at a time (a lock file beside it); the others wait and then use its result. An
+    entry is written to a temporary folder and renamed into place, so an interrupted export never leaves a broken
+    entry; only an incomplete entry is ever replaced, and temporary folders of writes killed midway (kill -9) are
+    swept by the next write of that entry."""
     target = cache_root() / key
-    if _complete(target):
+
+    def complete() -> bool:
+        return all((target / name).is_file() for name in files)
+
+    if complete():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f".{key}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes, also when the process dies)
-        if _complete(target):  # exported by another process while this one waited
+        if complete():  # written by another process while this one waited
             return target
-        for stale in target.parent.glob(f".{key}.*"):  # a killed export's leftovers (the lock is ours)
+        for stale in target.parent.glob(f".{key}.*"):  # a killed write's leftovers (the lock is ours)
             if stale.is_dir():
                 shutil.rmtree(stale, ignore_errors=True)
-        progress(f"Preparing {checkpoint.description} for OpenVINO (first run only)")
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
         try:
-            export(checkpoint.load(), tmp, options)
+            write(tmp)
             if target.exists():  # an incomplete entry (files missing): replaced
                 shutil.rmtree(target)
             tmp.rename(target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def _complete(entry: Path) -> bool:
-    return all((entry / name).is_file() for name in FILES)
 
 
 def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) -> None:

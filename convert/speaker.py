@@ -2,15 +2,12 @@
 
 speaker.xml: mel partials (B, 160, 40), power mel spectrograms of 1.6 s -> embeddings (B, 256), unit vectors. The IR
 lives in the model cache (convert.export.cache_root) beside Whisper's, in a folder named by the weights' hash and
-this module's EXPORT_VERSION, written to a temporary folder and renamed into place as ensure_ir does.
+this module's EXPORT_VERSION (convert.export.cached_entry, as Whisper's IR).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -18,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from convert.export import cache_root
+from convert.export import cached_entry
 
 WEIGHTS = Path(__file__).parent / "weights" / "ge2e.npz"
 EXPORT_VERSION = 1  # bump when the IR changes
@@ -48,25 +45,9 @@ def load_ge2e() -> GE2E:
 
 
 def ensure_speaker_ir() -> Path:
-    """The cache folder holding speaker.xml/.bin, exported on first use (one process at a time exports it)."""
+    """The cache folder holding speaker.xml/.bin, exported on first use (convert.export.cached_entry)."""
     digest = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:16]
-    key = f"speaker-ge2e-{digest}-v{EXPORT_VERSION}"
-    target = cache_root() / key
-    if (target / "speaker.xml").is_file() and (target / "speaker.bin").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{key}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / "speaker.xml").is_file() and (target / "speaker.bin").is_file():
-            return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
-        try:
-            _export(tmp)
-            shutil.rmtree(target, ignore_errors=True)  # (an incomplete entry)
-            tmp.rename(target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return cached_entry(f"speaker-ge2e-{digest}-v{EXPORT_VERSION}", ("speaker.xml", "speaker.bin"), _export)
 
 
 def _export(out: Path) -> None:

@@ -163,6 +163,8 @@ class OVWhisper:
                         return result[i : i + 1]
         # a window encoded alone already (the first window, for language detection) is found by its content
         known = [self._encoded_row(row) for row in mel]
+        if len(mel) == 1 and known[0] is not None:
+            return known[0]
         while encoded and sum(len(batch) for batch, _ in encoded) + len(mel) > self.KEEP_ENCODED:
             encoded.pop(0)  # (its memory is free before the new output takes as much again)
         req, dims = self._encoder_request(), self.dims
@@ -171,7 +173,7 @@ class OVWhisper:
         # it (4 windows: 0.3-0.5 GB more RSS)
         for i, row in enumerate(mel.numpy()):
             if known[i] is not None:
-                store[:, i] = known[i].numpy()
+                store[:, i] = known[i][0].numpy()
                 continue
             with timings.stage("encoder"):
                 req.infer({0: row[None]})
@@ -181,10 +183,10 @@ class OVWhisper:
         return result
 
     def _encoded_row(self, row: torch.Tensor) -> torch.Tensor | None:
-        """The encoder's output (2L, 1500, d) for one window's mel, if this round encoded that window alone."""
+        """The encoder's output (1, 2L, 1500, d) for one window's mel, if this round encoded that window alone."""
         for batch, result in self._encoded():
             if len(batch) == 1 and batch.shape[1:] == row.shape and torch.equal(batch[0], row):
-                return result[0]
+                return result
         return None
 
     KEEP_ENCODED = 8  # windows whose encoder output is kept for word timing, at most (forget_encodings drops them)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 
 STARTED = time.perf_counter()  # (pipeline/__init__.py imports this module first: the start of the imports)
 ORDER = ("imports", "model load", "audio", "detector", "language", "decode", "word timing", "cues", "write")
@@ -43,17 +42,24 @@ def count(name: str) -> int:
         return _totals.get(name, [0.0, 0])[1]
 
 
-@contextmanager
-def stage(name: str) -> Iterator[None]:
-    """Time the block as one of `name` (nothing when timings are off)."""
-    if not _enabled:
-        yield
-        return
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        add(name, time.perf_counter() - start)
+def stage(name: str):
+    """Time the block as one of `name`; when timings are off, a do-nothing context (the decoder's hot path takes
+    this on every step)."""
+    return _Stage(name) if _enabled else _OFF
+
+
+class _Stage:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        add(self.name, time.perf_counter() - self.start)
+
+
+_OFF = nullcontext()
 
 
 def report() -> str:
