@@ -51,8 +51,17 @@ from pipeline.model import ModelOptions, resolve_precision
 from pipeline.outputs import write_outputs, zip_outputs
 from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
 from pipeline.segment import CueRules
-from pipeline.subtitles import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long, format_timestamp
+from pipeline.subtitles import (
+    MAX_CUE_CHARS,
+    MAX_CUES,
+    MAX_HOUR_DIGITS,
+    cue_too_long,
+    format_timestamp,
+    voice_tag,
+    vtt_text,
+)
 from pipeline.transcribe import LANGUAGES
+from pipeline.turns import turn_options
 
 log = logging.getLogger("subtitle-generator")
 KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
@@ -70,6 +79,9 @@ PRECISION_CHOICES = [
     ("bf16", "bf16"),
     ("f32 (reference, slowest)", "f32"),
 ]
+SPEAKER_CHOICES = [("Off", "off"), ("Auto", "auto")] + [(str(n), str(n)) for n in range(2, 11)]
+LABEL_CHOICES = [("New cue only", "none"), ("Dialogue dashes", "dashes"), ("Names", "names")]
+MAX_NAME_CHARS = 40  # a speaker's name on the page
 LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
@@ -114,6 +126,11 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
     Field("batch_size", _T.batch_size, lambda v, app: gr.Slider(
         1, 16, value=v, step=1,
         label="Batch size (windows decoded at once; long videos are cut at pauses into parts)"), "advanced"),
+    Field("speakers", "off", lambda v, app: gr.Dropdown(
+        SPEAKER_CHOICES, value=v, label="Speakers: a new cue when the speaker changes (auto finds how many)"),
+        "advanced", row=6),
+    Field("speaker_labels", JobSpec.labels, lambda v, app: gr.Radio(
+        LABEL_CHOICES, value=v, label="Show a change of speaker"), "advanced", row=6),
     Field("cue_rules", JobSpec.rules is not None, lambda v, app: gr.Checkbox(
         v, label="Readable cues: broadcast rules for lines, reading speed, timing"), "advanced"),
     Field("max_line_chars", _R.max_line_chars, lambda v, app: gr.Slider(
@@ -130,6 +147,8 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
     Field("outline_colour", _S.outline_colour, lambda v, app: gr.ColorPicker(
         v, label="Outline / box colour"), "video", row=5),
     Field("box", _S.box, lambda v, app: gr.Checkbox(v, label="Box behind the text"), "video", row=5),
+    Field("speaker_colours", _S.speaker_colours, lambda v, app: gr.Checkbox(
+        v, label="A colour per speaker"), "video", row=5),
     Field("margin", 100 * (_S.margin or 0), lambda v, app: gr.Slider(
         0, 30, value=v, step=1, label="Margin (% of the height; 0 = automatic)"), "video"),
     Field("soft", JobSpec.soft, lambda v, app: gr.Checkbox(
@@ -221,20 +240,27 @@ class SubtitleApp:
     def apply_edits(self, table, client: str = "", **form) -> Iterator[tuple]:
         """The job again with the cue table as its subtitles (and the form's formats, burn-in and style): nothing is
         transcribed. The table's edits are what the files, the preview and the burned video show."""
-        rows = _rows(table)
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        edited = Path(tempfile.mkdtemp(prefix=f"edits-{os.getpid()}-", dir=self.options.jobs_dir)) / "edited.srt"
+        edited = Path(tempfile.mkdtemp(prefix=f"edits-{os.getpid()}-", dir=self.options.jobs_dir)) / "edited.txt"
         try:
             try:
-                if not rows:
+                cells = table_cells(table)
+                if not cells:
                     raise SubtitleError("There are no cues to make files from: generate the subtitles first")
-                edited.write_text(cues_to_srt(rows), encoding="utf-8")
+                edited.write_text(table_to_subtitles(cells), encoding="utf-8")
             except SubtitleError as e:
                 yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
                 raise gr.Error(str(e), print_exception=False) from None
             yield from self.subtitle(client, **{**form, "subtitles": str(edited)})
         finally:
             shutil.rmtree(edited.parent, ignore_errors=True)
+
+    def rename(self, table, old: str, new: str) -> dict:
+        """rename_speaker for the page: a message instead of a traceback."""
+        try:
+            return rename_speaker(table, old, new)
+        except SubtitleError as e:
+            raise gr.Error(str(e), print_exception=False) from None
 
     def check_cues(self, table, client: str = "") -> str:
         """cue_problems for the page, at most CHECKS_PER_WINDOW times in CHECK_WINDOW seconds for one client."""
@@ -284,7 +310,7 @@ class SubtitleApp:
                     unseen = True
                 elif isinstance(event, CueDecoded):
                     name = [sources[event.index].title] if several else []
-                    rows.append([*name, _time(event.cue.start), _time(event.cue.end), event.cue.text.strip()])
+                    rows.append([*name, _time(event.cue.start), _time(event.cue.end), "", event.cue.text.strip()])
                     unseen = True
                 elif isinstance(event, FileFailed):
                     log.info("job %s: %s failed: %s", job_dir.name, event.name, event.message)
@@ -293,7 +319,7 @@ class SubtitleApp:
                     if not event.files:
                         raise SubtitleError(event.failed[0].message)
                     log.info("job %s: done in %.1f s (%d failed)", job_dir.name, took, len(event.failed))
-                    final = self._final(event, job_dir, several, took)
+                    final = self._final(event, job_dir, several, took, spec.labels)
                     # Gradio reads the last yield's files again after the generator returns, then serves its copies
                     timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
                     timer.daemon = True
@@ -329,7 +355,7 @@ class SubtitleApp:
 
             threading.Thread(target=close, name="subtitle-job-close").start()
 
-    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float) -> tuple:
+    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float, labels: str) -> tuple:
         first = result.files[0]
         languages = [LANGUAGES.get(f.result.info.language, "").title() for f in result.files]  # ("und": given cues)
         about = _about([f.source for f in result.files], languages)
@@ -338,7 +364,7 @@ class SubtitleApp:
         if first.burned is not None:  # the burned-in video is the preview (a track on top would draw the text twice)
             preview = gr.Video(value=str(first.burned), subtitles=None)
         elif first.preview is not None:
-            vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview")[0]
+            vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview", labels)[0]
             preview = gr.Video(value=str(first.preview), subtitles=str(vtt))
         else:
             preview = None
@@ -347,10 +373,11 @@ class SubtitleApp:
         if result.failed:
             status += " Failed: " + "; ".join(f.message for f in result.failed)
         rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding
-            [*([f.source.title] if several else []), _time(c.start), _time(c.end), c.text.replace("\n", " / ")]
+            [*([f.source.title] if several else []), _time(c.start), _time(c.end), c.speaker or "",
+             c.text.replace("\n", " / ")]
             for f in result.files
             for c in f.result.cues
-        ]
+        ]  # fmt: skip
         outputs = [p for f in result.files for p in f.outputs]
         subtitles = [p for p in outputs if p.suffix.lstrip(".") in FORMATS]  # (the videos are not zipped again)
         several_files = len(result.files) > 1 or several
@@ -397,12 +424,15 @@ def form_to_spec(**form) -> JobSpec:
                 _hex(f["outline_colour"]),
                 bool(f["box"]),
                 float(f["margin"]) / 100 if f["margin"] else None,
+                bool(f["speaker_colours"]),
             ),
             preview_seconds=PREVIEW_SECONDS if f["burn_in"] == "preview" else None,
         ),
         soft=bool(f["soft"]),
         subtitles=Path(f["subtitles"]) if f["subtitles"] else None,
         preview=True,  # the page plays the video with its subtitles
+        speakers=turn_options(f["speakers"]),
+        labels=f["speaker_labels"],
     )
 
 
@@ -411,22 +441,67 @@ def status_line(line: str, elapsed: float) -> str:
     return f"{_escape(line)} · {hms(elapsed)} elapsed"
 
 
-def cues_to_srt(rows: list[list[str]]) -> str:
-    """The cue table (Start, End, Text; " / " between lines) as SRT text; a time that is not one is a message. The
-    table is bounded as an uploaded file is (MAX_CUES cues of MAX_CUE_CHARS), before any of it is parsed."""
-    if len(rows) > MAX_CUES:
+def table_to_subtitles(cells: list[tuple[str, str, str, str]]) -> str:
+    """The cue table's cells (table_cells: start, end, speaker, text with " / " between lines) as SRT text, or, when
+    a cue has a speaker, WebVTT with each speaker a voice span; a time that is not one is a message. The table is
+    bounded as an uploaded file is (MAX_CUES cues of MAX_CUE_CHARS), before any of it is parsed."""
+    if len(cells) > MAX_CUES:
         raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
+    vtt = any(speaker for _, _, speaker, _ in cells)
     blocks = []
-    for n, row in enumerate(rows, start=1):
-        start, end, text = (str(v).strip() for v in row[-3:])
+    for n, (start, end, speaker, text) in enumerate(cells, start=1):
         if len(text) > MAX_CUE_CHARS:
             raise cue_too_long(n)
+        if len(speaker) > MAX_NAME_CHARS:
+            raise SubtitleError(f"Cue {n}: a speaker's name is at most {MAX_NAME_CHARS} characters")
         for name, value in (("start", start), ("end", end)):
             if not _TIME_CELL.fullmatch(value[:40]):
                 raise SubtitleError(f"Cue {n}: the {name} {value[:40]!r} is not a time like 00:01:02.500")
-        stamp = [v.replace(".", ",") if "." in v or "," in v else v + ",000" for v in (start, end)]
-        blocks.append(f"{n}\n{stamp[0]} --> {stamp[1]}\n" + "\n".join(line.strip() for line in text.split(" / ")))
-    return "\n\n".join(blocks) + "\n"
+        lines = [line.strip() for line in text.split(" / ")]
+        if vtt:
+            stamp = [v.replace(",", ".") if "." in v or "," in v else v + ".000" for v in (start, end)]
+            body = voice_tag(speaker or None) + "\n".join(vtt_text(line) for line in lines)
+            blocks.append(f"{stamp[0]} --> {stamp[1]}\n{body}")
+        else:
+            stamp = [v.replace(".", ",") if "." in v or "," in v else v + ",000" for v in (start, end)]
+            blocks.append(f"{n}\n{stamp[0]} --> {stamp[1]}\n" + "\n".join(lines))
+    return ("WEBVTT\n\n" if vtt else "") + "\n\n".join(blocks) + "\n"
+
+
+def table_cells(table) -> list[tuple[str, str, str, str]]:
+    """(start, end, speaker, text) of each row of the cue table that holds anything. Columns go by the table's
+    headers (Start, End, Speaker, Text; a File column is left out); a table without headers is Start, End, Text."""
+    if isinstance(table, dict | None):
+        headers, rows = (table or {}).get("headers") or [], (table or {}).get("data", []) or []
+    else:
+        headers, rows = list(table.columns), table.values.tolist()
+    if len(rows) > MAX_CUES:
+        raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
+    rows = [[str(v if v is not None else "").strip() for v in r] for r in rows if any(str(v).strip() for v in r)]
+    at = {name: i for i, name in enumerate(headers)}
+    if not {"Start", "End", "Text"} <= set(at):
+        return [(*r[-3:-1], "", r[-1]) for r in rows if len(r) >= 3]
+    speaker = at.get("Speaker")
+    return [
+        (r[at["Start"]], r[at["End"]], r[speaker] if speaker is not None else "", r[at["Text"]])
+        for r in rows
+        if len(r) == len(headers)
+    ]
+
+
+def rename_speaker(table, old: str, new: str) -> dict:
+    """The cue table with every cue of speaker `old` given to `new` (a new name, or another speaker's)."""
+    old, new = " ".join((old or "").split()), " ".join((new or "").split())
+    if not new or len(new) > MAX_NAME_CHARS:
+        raise SubtitleError(f"Give the speaker a name of 1 to {MAX_NAME_CHARS} characters")
+    if isinstance(table, dict | None):
+        headers, rows = list((table or {}).get("headers") or []), [list(r) for r in (table or {}).get("data") or []]
+    else:
+        headers, rows = list(table.columns), table.values.tolist()
+    if "Speaker" not in headers or not any(r[headers.index("Speaker")] == old for r in rows):
+        raise SubtitleError(f"No cue has the speaker {old!r}: type a name from the Speaker column")
+    at = headers.index("Speaker")
+    return {"headers": headers, "data": [[*r[:at], new if r[at] == old else r[at], *r[at + 1 :]] for r in rows]}
 
 
 _TIME_CELL = re.compile(rf"(\d{{1,{MAX_HOUR_DIGITS}}}:)?\d{{1,2}}:\d{{2}}([.,]\d{{1,3}})?")  # a time in the cue table
@@ -435,23 +510,17 @@ _TIME_CELL = re.compile(rf"(\d{{1,{MAX_HOUR_DIGITS}}}:)?\d{{1,2}}:\d{{2}}([.,]\d
 def cue_problems(table) -> str:
     """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does. The
     work is linear in the table, which cues_to_srt bounds."""
-    rows = _rows(table)
-    if not rows:
-        return ""
     try:
-        problems = check(parse_srt(cues_to_srt(rows)))
+        cells = table_cells(table)
+        if not cells:
+            return ""
+        problems = check(parse_srt(table_to_subtitles(cells)))
     except SubtitleError as e:
         return f"**{_escape(str(e))}**"
     lines = [f"- cue {p.index}: {p.rule}: {_escape(p.detail)}" for p in problems]
     return (
         ("**Breaks the readability rules:**\n" + "\n".join(lines)) if lines else "All cues pass the readability rules."
     )
-
-
-def _rows(table) -> list[list]:
-    """The cue table's rows that hold anything (Gradio gives a DataFrame, or a dict through the API)."""
-    rows = (table or {}).get("data", []) or [] if isinstance(table, dict | None) else table.values.tolist()
-    return [r for r in rows if any(str(v).strip() for v in r)]
 
 
 def _about(sources: list[Source], languages: list[str] = ()) -> str:
@@ -477,7 +546,12 @@ def _escape(text: str) -> str:
 
 
 def _table(rows: list[list[str]], several: bool) -> dict:
-    return {"headers": ["File", "Start", "End", "Text"] if several else ["Start", "End", "Text"], "data": rows}
+    """The cue table: [File,] Start, End, Speaker, Text; the Speaker column only when some cue has one."""
+    if not any(r[-2] for r in rows):
+        rows = [r[:-2] + r[-1:] for r in rows]
+        return {"headers": ["File", "Start", "End", "Text"] if several else ["Start", "End", "Text"], "data": rows}
+    headers = ["Start", "End", "Speaker", "Text"]
+    return {"headers": ["File", *headers] if several else headers, "data": rows}
 
 
 def _time(seconds: float) -> str:
@@ -534,7 +608,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 downloads = gr.File(label="Download", file_count="multiple", interactive=False, elem_id="downloads")
         cues = gr.Dataframe(
             headers=["Start", "End", "Text"],
-            label="Cues (edit a time or a text, then make the files again: nothing is transcribed again)",
+            label="Cues (edit a time, a speaker or a text, then make the files again: nothing is transcribed again)",
             interactive=True,
             wrap=True,
             column_widths=["12%", "12%"],
@@ -543,6 +617,10 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         with gr.Row():
             apply = gr.Button("Make the files from these cues", elem_id="apply", scale=1)
             problems = gr.Markdown(elem_id="problems")
+        with gr.Row(equal_height=True):
+            old_name = gr.Textbox(label="Rename the speaker…", placeholder="Speaker 1", elem_id="old-speaker")
+            new_name = gr.Textbox(label="…to", placeholder="Alice", elem_id="new-speaker")
+            rename = gr.Button("Rename in every cue", elem_id="rename")
         files = widgets["files"]
         files.upload(app.describe, [files, seen], [files, about, seen], show_progress="hidden")
         form = [widgets[name] for name in DEFAULTS]
@@ -560,6 +638,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         check_cues.__annotations__ = {"request": gr.Request}  # (Gradio passes the request by this annotation)
         cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last",
                    api_name="check_cues")  # fmt: skip
+        rename.click(app.rename, [cues, old_name, new_name], cues, api_name="rename_speaker", show_progress="hidden")
         cancel.click(None, None, None, cancels=[job, edits])  # the job stops at its next event and removes its folder
     return demo
 

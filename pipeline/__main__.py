@@ -33,8 +33,9 @@ from pipeline.media import hms, media_files
 from pipeline.model import ModelOptions
 from pipeline.render import BurnOptions, Style
 from pipeline.segment import CueRules
-from pipeline.subtitles import FORMATS, format_timestamp
+from pipeline.subtitles import FORMATS, LABELS, format_timestamp
 from pipeline.transcribe import TranscribeOptions
+from pipeline.turns import turn_options
 
 # The flag each option's field comes from, to name it in an error (the options' own messages name no flag)
 FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "beam_size": "--beam-size",
@@ -105,6 +106,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-lines", type=int, default=rules.max_lines, help="lines per cue")
     p.add_argument("--max-cps", type=float, default=rules.max_cps, help="reading speed, characters per second")
     p.add_argument(
+        "--speakers",
+        default="off",
+        metavar="auto|N|off",
+        help="find who speaks when and start a new cue when the speaker changes: auto finds how many speak",
+    )
+    p.add_argument(
+        "--speaker-labels",
+        choices=LABELS,
+        default=JobSpec.labels,
+        help="how a change of speaker shows: only a new cue, dialogue dashes, or the speaker's name",
+    )
+    p.add_argument(
         "--word-timestamps", action="store_true", help="time every word (on whenever the JSON format is written)"
     )
     p.add_argument(
@@ -124,6 +137,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     style.add_argument("--text-colour", default=Style.text_colour, metavar="#RRGGBB")
     style.add_argument("--outline-colour", default=Style.outline_colour, metavar="#RRGGBB", help="outline, or box")
     style.add_argument("--box", action="store_true", help="a translucent box behind the text instead of an outline")
+    style.add_argument("--speaker-colours", action="store_true", help="each speaker's lines in a colour of their own")
     style.add_argument(
         "--margin", type=float, default=None, help="distance from the edge / the height (default 0.06; 0.15 vertical)"
     )
@@ -178,7 +192,15 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
         else CueRules(max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps),
         formats=tuple(args.format.split(",")),
         burn=BurnOptions(
-            Style(args.font_size, args.position, args.text_colour, args.outline_colour, args.box, args.margin),
+            Style(
+                args.font_size,
+                args.position,
+                args.text_colour,
+                args.outline_colour,
+                args.box,
+                args.margin,
+                args.speaker_colours,
+            ),
             preview_seconds=args.preview,
         )
         if args.burn
@@ -186,6 +208,8 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
         soft=args.soft,
         subtitles=args.subtitles,
         overwrite=args.overwrite,
+        speakers=turn_options(args.speakers),
+        labels=args.speaker_labels,
     )
 
 

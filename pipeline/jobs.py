@@ -35,9 +35,10 @@ from pipeline.plan import check_disk, check_job, plan_job, video_room
 from pipeline.render import CJK_LANGUAGES, PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, clean_cues, parse, read_subtitles
-from pipeline.timings import timed
+from pipeline.subtitles import FORMATS, LABELS, clean_cues, parse, read_subtitles
+from pipeline.timings import stage, timed
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
+from pipeline.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 # Seconds of work per second of audio, before this process has timed a model (beam 5, 2 cores, from the speed
@@ -64,8 +65,12 @@ class JobSpec:
     # burned in, the page plays it with the subtitles as a track
     preview: bool = False
     overwrite: bool = True  # False: a local input whose outputs are all there, newer than it, is skipped (a resume)
+    speakers: TurnOptions | None = None  # find who speaks when, and cut cues where the speaker changes; None: off
+    labels: str = "dashes"  # how a change of speaker shows in the cues' text (pipeline.subtitles.LABELS)
 
     def __post_init__(self):
+        if self.labels not in LABELS:
+            raise OptionError("labels", f"Unknown speaker labels {self.labels!r}: use {', '.join(LABELS)}")
         object.__setattr__(self, "inputs", tuple(self.inputs))
         if not self.inputs:
             raise OptionError("inputs", "Upload a video or audio file, or paste a link, first")
@@ -378,7 +383,7 @@ class _Job:
         # a file's own name is kept as it is (it is a name on this file system already); a page title is made one
         stem = unique_stem(Path(source.title).stem if isinstance(item, Path) else title_stem(source.title), self.stems)
         outputs = []
-        for path in write_outputs(result, spec.formats, self.out_dir, stem):
+        for path in write_outputs(result, spec.formats, self.out_dir, stem, spec.labels):
             written.append(path)
             outputs.append(path)
             self.emit(FileWritten(i, path))
@@ -399,6 +404,7 @@ class _Job:
                 self.stop,
                 self.policy.threads,
                 video_room(self.out_dir, self.policy, self.spent),
+                spec.labels,
             )
             self._spend(burned, written)
             outputs.append(burned)
@@ -407,7 +413,8 @@ class _Job:
             self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
-                                media, self.stop, video_room(self.out_dir, self.policy, self.spent))  # fmt: skip
+                                media, self.stop, video_room(self.out_dir, self.policy, self.spent),
+                                spec.labels)  # fmt: skip
                 self._spend(path, written)
                 outputs.append(path)
                 self.emit(FileWritten(i, path))
@@ -447,7 +454,10 @@ class _Job:
             self.done = done
             if done >= 0.02 and elapsed >= 2:
                 self.rate = elapsed / (done * duration)
-            self._report(i, "transcribe", done, f"Transcribing {source.title}")
+            turns = spec.speakers is not None and done >= 1.0  # (speaker turns come after the last window)
+            self._report(
+                i, "transcribe", done, f"{'Finding who speaks in' if turns else 'Transcribing'} {source.title}"
+            )
 
         transcribing(0.0)
         result = subtitle_audio(
@@ -458,6 +468,7 @@ class _Job:
             lambda s, duration: self.emit(CueDecoded(i, Cue(s.start, s.end, s.text, s.words), duration)),
             transcribing,
             source.info,
+            spec.speakers,
         )
         if duration >= 10:
             _RATES[self.rate_key] = (time.monotonic() - started) / duration
@@ -477,9 +488,11 @@ def subtitle_audio(
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
     media: MediaInfo | None = None,
+    speakers: TurnOptions | None = None,
 ) -> SubtitleResult:
     """The cues of 16 kHz mono audio: whisper's segments, re-cut by `rules` (None: as whisper gives them) and
-    cleaned. `on_segment(segment, duration)` sees each segment as soon as it is decoded."""
+    cleaned. `on_segment(segment, duration)` sees each segment as soon as it is decoded. With `speakers`, each word
+    and cue carries its speaker, and cues are cut where the speaker changes (pipeline/turns.py)."""
     if rules is not None:  # cues are cut from timed words
         options = replace(options, word_timestamps=True)
     segments, info = transcribe(audio, model, options, progress)
@@ -488,10 +501,17 @@ def subtitle_audio(
         collected.append(segment)
         if on_segment is not None:
             on_segment(segment, info.duration)
+    if speakers is not None:
+        if progress is not None:
+            progress(1.0)
+        with stage("speakers"):
+            regions = info.speech if info.speech is not None else ((0.0, info.duration),)
+            turns = speaker_turns(audio, regions, speaker_encoder(model.threads), speakers)
+        collected = with_speakers(collected, turns)
     if rules is not None:
         cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
     else:
-        cues = [Cue(s.start, s.end, s.text, s.words) for s in collected]
+        cues = [Cue(s.start, s.end, s.text, s.words, s.speaker) for s in collected]
     media = media or MediaInfo(info.duration, True, False)
     return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media)
 
@@ -503,10 +523,23 @@ def subtitle_file(
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
     rules: CueRules | None = CueRules(),
+    speakers: TurnOptions | None = None,
 ) -> SubtitleResult:
     """subtitle_audio for one local media file."""
     media = require_audio(Path(path))
-    return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media)
+    return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media, speakers)
+
+
+def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:
+    """The segments with each word's speaker, and each segment's (the one that says most of it)."""
+    out = []
+    for seg in segments:
+        words = seg.words
+        if words:
+            names = speakers_of(turns, [(w.start, w.end) for w in words])
+            words = tuple(replace(w, speaker=name) for w, name in zip(words, names))
+        out.append(replace(seg, words=words, speaker=speakers_of(turns, [(seg.start, seg.end)])[0]))
+    return out
 
 
 @timed("cues")
@@ -525,7 +558,7 @@ def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue
             pending.append(seg.words)
         else:
             flush()
-            out.append(Cue(seg.start, seg.end, seg.text, seg.words))
+            out.append(Cue(seg.start, seg.end, seg.text, seg.words, seg.speaker))
     flush()
     return out
 

@@ -22,13 +22,16 @@ if TYPE_CHECKING:  # (pipeline.jobs imports this module)
 
 
 @timed("write")
-def write_outputs(result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str) -> list[Path]:
-    """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path)."""
+def write_outputs(
+    result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str, labels: str = "none"
+) -> list[Path]:
+    """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path); `labels`: how speakers
+    show in the text (pipeline.subtitles.LABELS)."""
     written = []
     for fmt in formats:
         if fmt not in FORMATS:
             raise OptionError("formats", f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
-        text = render(fmt, result.cues, result.info.language, result.info.duration)
+        text = render(fmt, result.cues, result.info.language, result.info.duration, labels)
         target = Path(out_dir) / f"{stem}.{fmt}"
         with atomic_path(target) as tmp:
             tmp.write_text(text, encoding="utf-8", newline="\n")

@@ -28,7 +28,7 @@ from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
 from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
 from pipeline.segment import CJK, Cue
-from pipeline.subtitles import clean_cues, to_srt
+from pipeline.subtitles import clean_cues, dialogue, shown, to_srt
 
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
@@ -48,6 +48,9 @@ AUDIO_RATE = 160_000  # bits per second of the AAC we encode when the audio cann
 PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the preview (the rest is not shown)
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
+# Speakers' colours, in the order the BBC's subtitle guidelines give them: the first speaker keeps the text colour,
+# the next take these in turn (skipping the text colour)
+SPEAKER_COLOURS = ("#FFFFFF", "#FFFF00", "#00FFFF", "#00FF00")
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
 _BREAK_AFTER = set("。，、！？；：」』）)!?,;:. ")
 
@@ -60,6 +63,7 @@ class Style:
     outline_colour: str = "#000000"  # the outline, or the box when `box` is on
     box: bool = False  # a translucent box behind the text instead of an outline
     margin: float | None = None  # from the edge, as a fraction of the height; None: 6 %, or 15 % for vertical video
+    speaker_colours: bool = False  # each speaker's lines in a colour of their own (SPEAKER_COLOURS), when known
 
     def __post_init__(self):
         if self.position not in ("bottom", "top"):
@@ -104,8 +108,11 @@ def font_files() -> dict[str, Path]:
     }
 
 
-def to_ass(cues: Sequence[Cue], width: int, height: int, style: Style = Style(), language: str = "en") -> str:
-    """An ASS script drawing the cues on a `width` x `height` video. Pure: text in, text out."""
+def to_ass(
+    cues: Sequence[Cue], width: int, height: int, style: Style = Style(), language: str = "en", labels: str = "none"
+) -> str:
+    """An ASS script drawing the cues on a `width` x `height` video, speakers shown as `labels` says
+    (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour. Pure: text in, text out."""
     text, outline = _ass_colour(style.text_colour), _ass_colour(style.outline_colour)
     vertical = height > width
     size = max(8, round(style.font_size * min(width, height)))
@@ -133,11 +140,23 @@ Style: CJK,{CJK_FONT},{round(size * CJK_SCALE)},{text},{text},{outline},&H800000
 Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
 """
     cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
+    palette = [style.text_colour.upper()] + [c for c in SPEAKER_COLOURS if c != style.text_colour.upper()]
+    colours: dict[str, str] = {}  # each speaker's, in the order they first speak
     events = []
-    for cue in clean_cues(cues):
-        style_name = _style_for(cue.text, language)
-        text = wrap_cjk(cue.text, cjk_per_line) if style_name == "CJK" else cue.text
-        events.append(f"Dialogue: 0,{_ass_time(cue.start)},{_ass_time(cue.end)},{style_name},,0,0,0,,{_ass_text(text)}")
+    for group in shown(clean_cues(cues), labels):
+        style_name = _style_for(dialogue(group).text, language)
+        parts = []
+        for cue in group:
+            text = f"- {cue.text}" if len(group) > 1 else cue.text
+            text = wrap_cjk(text, cjk_per_line) if style_name == "CJK" else text
+            colour = ""
+            if style.speaker_colours and cue.speaker is not None:
+                rgb = colours.setdefault(cue.speaker, palette[len(colours) % len(palette)])
+                colour = "{\\c&H" + _ass_colour(rgb)[4:] + "&}"  # (\c takes &HBBGGRR&)
+            parts.append(colour + _ass_text(text))
+        start, end = _ass_time(group[0].start), _ass_time(group[-1].end)
+        text = "\\N".join(parts)
+        events.append(f"Dialogue: 0,{start},{end},{style_name},,0,0,0,,{text}")
     return header + "\n".join(events) + "\n"
 
 
@@ -153,6 +172,7 @@ def burn(
     stop: threading.Event | None = None,
     threads: int = 0,
     max_bytes: int | None = None,
+    labels: str = "none",
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
     `threads`: the encoder's threads (0: x264's own choice, every core; a server shares its cores among its jobs).
@@ -172,7 +192,7 @@ def burn(
     # (the work folder sits beside the output: a server's job folder, swept when a killed server restarts)
     with work_folder("burn", Path(out).resolve().parent) as work:
         (work / "subs.ass").write_text(
-            to_ass(cues, media.width, media.height, options.style, language), encoding="utf-8"
+            to_ass(cues, media.width, media.height, options.style, language, labels), encoding="utf-8"
         )
         _private_fonts(work)
         # (the ass filter comes first so it sees the source's pixels)
@@ -220,6 +240,7 @@ def mux_soft(
     media: MediaInfo | None = None,
     stop: threading.Event | None = None,
     max_bytes: int | None = None,
+    labels: str = "none",
 ) -> Path:
     """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
     `media`: the video's probe, when the caller has it already. `max_bytes`: as for burn."""
@@ -228,7 +249,7 @@ def mux_soft(
     if codec is None:
         raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
     with work_folder("mux", Path(out).resolve().parent) as work:
-        (work / "subs.srt").write_text(to_srt(cues, media.duration), encoding="utf-8")
+        (work / "subs.srt").write_text(to_srt(cues, media.duration, labels), encoding="utf-8")
         mp4 = codec == "mov_text"
         if mp4 and not can_mux_mp4(media):
             raise SubtitleError(f"{media.video_codec} video can't go into an MP4 without re-encoding: use .mkv")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.tuning import (
     EARLIEST_CUT,
@@ -53,6 +53,7 @@ class Word:
     end: float
     word: str  # as whisper gives it: with its leading space in spaced languages
     probability: float = 1.0
+    speaker: str | None = None  # who says it ("Speaker 1", or the name given on the page); None: not known
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,12 @@ class Cue:
     end: float
     text: str  # lines joined with "\n"
     words: tuple[Word, ...] | None = None  # None: no word timings (whisper's own segments, or read from a file)
+    speaker: str | None = None  # who speaks it (pipeline/turns.py); None: not known
 
 
 def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
     """Group timed words into cues that keep every rule the words allow (a single word longer than a line stays
-    whole: words are never cut)."""
+    whole: words are never cut). A cue never spans a change of speaker (Word.speaker)."""
     words = _unrepeated([w for w in words if w.word.strip()])
     if not words:
         return []
@@ -75,7 +77,8 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
     line_chars = rules.max_line_chars_cjk if cjk else rules.max_line_chars
     groups, current = [], []
     for i, word in enumerate(words):
-        paused = bool(current) and word.start - current[-1].end >= PAUSE
+        # a pause, or a change of speaker: a cue never holds two voices (dialogue cues are made at writing time)
+        paused = bool(current) and (word.start - current[-1].end >= PAUSE or word.speaker != current[-1].speaker)
         if current and (paused or not _fits([*current, word], rules, line_chars, cjk)):
             cut = len(current) if paused else _best_cut(current, rules)
             groups.append(current[:cut])
@@ -95,7 +98,9 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
     if current:
         groups.append(current)
     groups = _rebalance(groups, rules, line_chars, cjk)
-    cues = [Cue(g[0].start, g[-1].end, _lines(g, line_chars, cjk, rules.max_lines), tuple(g)) for g in groups]
+    cues = [
+        Cue(g[0].start, g[-1].end, _lines(g, line_chars, cjk, rules.max_lines), tuple(g), g[0].speaker) for g in groups
+    ]
     return _retime(cues, rules)
 
 
@@ -173,7 +178,7 @@ def _rebalance(groups: list[list[Word]], rules: CueRules, line_chars: int, cjk: 
     groups = [list(g) for g in groups]
     for i in range(len(groups) - 1):
         a, b = groups[i], groups[i + 1]
-        if b[0].start - a[-1].end >= PAUSE:
+        if b[0].start - a[-1].end >= PAUSE or b[0].speaker != a[-1].speaker:
             continue
         after = groups[i + 2][0].start if i + 2 < len(groups) else float("inf")
         words = a + b
@@ -250,7 +255,7 @@ def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
             start = min(start, max(end - needed, start - EARLY, floor))
         if end - start < needed:
             end = max(end, min(start + needed, limit + LATE, longest))
-        out.append(Cue(start, end, cue.text, cue.words))
+        out.append(replace(cue, start=start, end=end))
     return out
 
 

@@ -15,9 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
-from pipeline.segment import Cue
+from pipeline.segment import Cue, CueRules
+from pipeline.tuning import DIALOGUE_LEAD
 
 FORMATS = ("srt", "vtt", "txt", "json")
+# How a change of speaker shows in the text of cues that carry speakers (Cue.speaker): not at all (a new cue only),
+# as dialogue cues ("- " before each of two speakers' lines in one cue, the broadcast convention), or by name
+# ("Speaker 1: " where the speaker changes)
+LABELS = ("none", "dashes", "names")
 # Subtitles from outside (an upload, the page's cue table) are bounded before they are parsed: every step below is
 # linear in these, so a hostile file costs milliseconds, not minutes.
 MAX_SUBTITLE_CHARS = 2_000_000  # characters of one subtitle file or cue table (a 3-hour film's SRT: about 200 k)
@@ -30,6 +35,7 @@ _OVERRIDE = re.compile(r"\{\\[^{}]*\}")  # an SSA override block ({\an8}): never
 _TAG = re.compile(rf"</?[a-zA-Z][^<>]*>|{_OVERRIDE.pattern}")
 _VTT_TAG = re.compile(r"<[^<>]*>")  # in WebVTT every "<" opens a tag (<i>, <c.x>, <v Anna>, <00:00:01.000>)
 _TAG_START = re.compile(r"<(?=[a-zA-Z/])")  # what would open a tag in SRT text
+_VOICE = re.compile(r"<v(?:\.[^\s<>]*)?[ \t]+([^<>]+)>")  # a WebVTT voice span's start: <v Anna>, <v.loud Bob>
 _STAMP = r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{1,3})"  # (hours bounded in _seconds, with a message)
 _CUE_TIMES = re.compile(rf"^\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?$")
 
@@ -72,20 +78,66 @@ def clean_cues(cues: Iterable[Cue], duration: float | None = None) -> list[Cue]:
     return out
 
 
-def to_srt(cues: Sequence[Cue], duration: float | None = None) -> str:
+def shown(cues: Sequence[Cue], labels: str = "none", rules: CueRules | None = None) -> list[tuple[Cue, ...]]:
+    """The cues as they are shown, each a tuple of the cues it is made of: one, or two for a dialogue cue. With
+    `labels` "dashes", a cue and the next one of another speaker are one dialogue cue (`dialogue`) when each is one
+    line that fits with its dash, the second starts within DIALOGUE_LEAD seconds of the first, and the two together
+    last at most max_duration. With "names", a cue whose speaker is not the one before's starts with "Name: ".
+    Cues without a speaker are shown as they are."""
+    if labels not in LABELS:
+        raise ValueError(f"unknown speaker labels {labels!r}")
+    rules = rules or CueRules()
+    out: list[tuple[Cue, ...]] = []
+    before = None
+    for cue in cues:
+        if labels == "names" and cue.speaker is not None and cue.speaker != before:
+            cue = replace(cue, text=f"{cue.speaker}: {cue.text}")
+        before = cue.speaker
+        if labels == "dashes" and out and len(out[-1]) == 1 and _pairs(out[-1][0], cue, rules):
+            out[-1] = (out[-1][0], cue)
+        else:
+            out.append((cue,))
+    return out
+
+
+def _pairs(a: Cue, b: Cue, rules: CueRules) -> bool:
+    if a.speaker is None or b.speaker is None or a.speaker == b.speaker:
+        return False
+    lines = all("\n" not in c.text and len(c.text) + 2 <= rules.max_line_chars for c in (a, b))
+    return lines and b.start - a.start <= DIALOGUE_LEAD and b.end - a.start <= rules.max_duration
+
+
+def dialogue(group: tuple[Cue, ...]) -> Cue:
+    """One shown cue (`shown`) as a single cue: a dialogue cue's lines each start with "- "."""
+    if len(group) == 1:
+        return group[0]
+    text = "\n".join(f"- {c.text}" for c in group)
+    return replace(group[0], end=group[-1].end, text=text, words=None)
+
+
+def to_srt(cues: Sequence[Cue], duration: float | None = None, labels: str = "none") -> str:
     blocks = [
         f"{i}\n{format_timestamp(s.start)} --> {format_timestamp(s.end)}\n{srt_text(s.text)}\n"
-        for i, s in enumerate(clean_cues(cues, duration), start=1)
+        for i, s in enumerate((dialogue(g) for g in shown(clean_cues(cues, duration), labels)), start=1)
     ]
     return "\n".join(blocks)
 
 
-def to_vtt(cues: Sequence[Cue], duration: float | None = None) -> str:
-    blocks = [
-        f"{format_timestamp(s.start, '.')} --> {format_timestamp(s.end, '.')}\n{vtt_text(s.text)}\n"
-        for s in clean_cues(cues, duration)
-    ]
+def to_vtt(cues: Sequence[Cue], duration: float | None = None, labels: str = "none") -> str:
+    """WebVTT; a cue with a speaker is a voice span (<v Speaker 1>), each line of a dialogue cue its own."""
+    blocks = []
+    for group in shown(clean_cues(cues, duration), labels):
+        dash = "- " if len(group) > 1 else ""
+        lines = "\n".join(voice_tag(c.speaker) + dash + vtt_text(c.text) for c in group)
+        blocks.append(f"{format_timestamp(group[0].start, '.')} --> {format_timestamp(group[-1].end, '.')}\n{lines}\n")
     return "WEBVTT\n\n" + "\n".join(blocks)
+
+
+def voice_tag(speaker: str | None) -> str:
+    """A WebVTT voice span's start tag, or nothing: a name cannot hold "<", ">", "&" or a line break."""
+    if speaker is None:
+        return ""
+    return f"<v {vtt_text(' '.join(speaker.split()))}>"
 
 
 def srt_text(text: str) -> str:
@@ -101,17 +153,36 @@ def vtt_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def to_txt(cues: Sequence[Cue], duration: float | None = None) -> str:
-    return "".join(f"{' '.join(s.text.splitlines())}\n" for s in clean_cues(cues, duration))
+def to_txt(cues: Sequence[Cue], duration: float | None = None, labels: str = "none") -> str:
+    """A line per cue; with speakers (and labels), a paragraph per turn, starting with "Speaker 1: "."""
+    cues = clean_cues(cues, duration)
+    if labels == "none" or all(c.speaker is None for c in cues):
+        return "".join(f"{' '.join(s.text.splitlines())}\n" for s in cues)
+    turns: list[list[Cue]] = []
+    for cue in cues:
+        if turns and turns[-1][0].speaker == cue.speaker:
+            turns[-1].append(cue)
+        else:
+            turns.append([cue])
+    return "\n".join(
+        (f"{turn[0].speaker}: " if turn[0].speaker is not None else "")
+        + " ".join(" ".join(c.text.split()) for c in turn)
+        + "\n"
+        for turn in turns
+    )
 
 
 def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
     out = []  # (under "segments", as whisper's own JSON has them)
     for s in clean_cues(cues, duration):
         cue = {"start": s.start, "end": s.end, "text": s.text}
+        if s.speaker is not None:
+            cue["speaker"] = s.speaker
         if s.words is not None:
             cue["words"] = [
-                {"start": w.start, "end": w.end, "word": w.word, "probability": w.probability} for w in s.words
+                {"start": w.start, "end": w.end, "word": w.word, "probability": w.probability}
+                | ({"speaker": w.speaker} if w.speaker is not None else {})
+                for w in s.words
             ]
         out.append(cue)
     return (
@@ -119,14 +190,14 @@ def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
     )
 
 
-def render(fmt: str, cues: Sequence[Cue], language: str, duration: float) -> str:
-    """The text of one subtitle file in format `fmt` (one of FORMATS)."""
+def render(fmt: str, cues: Sequence[Cue], language: str, duration: float, labels: str = "none") -> str:
+    """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show (LABELS)."""
     if fmt == "srt":
-        return to_srt(cues, duration)
+        return to_srt(cues, duration, labels)
     if fmt == "vtt":
-        return to_vtt(cues, duration)
+        return to_vtt(cues, duration, labels)
     if fmt == "txt":
-        return to_txt(cues, duration)
+        return to_txt(cues, duration, labels)
     if fmt == "json":
         return to_json(cues, language, duration)
     raise ValueError(f"unknown subtitle format {fmt!r}")
@@ -136,7 +207,7 @@ def parse(text: str) -> list[Cue]:
     """The cues of an SRT or WebVTT file, in file order. Cue numbers, VTT headers, NOTE/STYLE blocks, cue settings
     and inline tags (<i>, <c.x>, {\\an8}) are dropped, and so are cues without text; a cue's line breaks are kept.
     Raises SubtitleError when the text holds no cue at all, or is over the limits (MAX_*)."""
-    cues = [Cue(start, end, body) for start, end, body in cue_blocks(text) if body]
+    cues = [Cue(start, end, body, None, speaker) for start, end, body, speaker in cue_blocks(text) if body]
     if not cues:
         raise SubtitleError("No cues found: the subtitles must be an SRT or WebVTT file")
     return cues
@@ -186,8 +257,9 @@ _BOMS = (
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 
-def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
-    """(start, end, text) of each cue of SRT or WebVTT text, empty ones too; tolerant of a BOM, CRLF, '.' for ',',
+def cue_blocks(text: str) -> Iterator[tuple[float, float, str, str | None]]:
+    """(start, end, text, speaker) of each cue of SRT or WebVTT text, empty ones too (the speaker: a WebVTT cue's
+    first voice span's name, else None); tolerant of a BOM, CRLF, '.' for ',',
     missing or wrong cue numbers and extra blank lines. SubtitleError when the text is over MAX_SUBTITLE_CHARS, has
     more than MAX_CUES cues or a cue longer than MAX_CUE_CHARS (checked before the cue is parsed), or a time out of
     range."""
@@ -208,6 +280,7 @@ def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
         if sum(len(line) for line in body) > MAX_CUE_CHARS:
             raise cue_too_long(n)
         m = _CUE_TIMES.match(lines[at])
+        voice = next((v for line in body if vtt and (v := _VOICE.search(line))), None)
         if vtt:  # WebVTT's tags, then its entities (SRT has none): "&lt;i&gt;" is text, "&#123;\\an8&#125;" is not
             body = [_OVERRIDE.sub("", html.unescape(_VTT_TAG.sub("", line))) for line in body]
         body = [(line if vtt else _TAG.sub("", line)).strip() for line in body]
@@ -215,6 +288,7 @@ def cue_blocks(text: str) -> Iterator[tuple[float, float, str]]:
             _seconds(n, m.group(1, 2, 3, 4)),
             _seconds(n, m.group(5, 6, 7, 8)),
             "\n".join(line for line in body if line),
+            " ".join(html.unescape(voice.group(1)).split()) or None if voice else None,
         )
 
 

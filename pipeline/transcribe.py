@@ -104,6 +104,7 @@ class Segment:
     compression_ratio: float = 0.0
     temperature: float = 0.0
     words: tuple[Word, ...] | None = None
+    speaker: str | None = None  # who speaks most of it (pipeline/turns.py: when speaker turns are asked for)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class TranscriptionInfo:
     duration: float  # seconds of audio
     task: str = "transcribe"
     language_probs: dict[str, float] = field(default_factory=dict, repr=False)
+    # the detector's speech regions (seconds), which speaker turns are found in; None: the detector was off
+    speech: tuple[tuple[float, float], ...] | None = field(default=None, repr=False, compare=False)
 
 
 def normalize_language(language: str | None) -> str | None:
@@ -156,7 +159,8 @@ def transcribe(
             with timings.stage("language"):
                 _, probs = model.detect_language(window_mel(samples, model.dims.n_mels))
             language = max(probs, key=probs.get)
-    info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs)
+    regions = speech.regions if speech is not None else None
+    info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs, regions)
     return _segments(audio, content_frames, model, language, options, speech, progress), info
 
 

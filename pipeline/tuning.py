@@ -376,3 +376,13 @@ TURN_DISTANCE = 0.4
 # Pinned by: test_cluster rows "a stray window joins the nearest voice" (smaller) and "a voice with a tenth of the
 # windows stays" (larger).
 TURN_MIN_SHARE = 0.05
+
+# --- speaker labels in the cues (pipeline/subtitles.py: shown; tests/test_subtitles.py) ------------------------------
+
+# Seconds from the start of one speaker's cue to the start of the next speaker's, within which the two are shown as
+# one dialogue cue (a line each, each starting with "-") when each is one line. It is how long the second line can be
+# on screen before it is said. Larger: the answer shows well before it is heard. Smaller: quick exchanges flash by as
+# separate cues shorter than a reader needs.
+# Pinned by: test_shown rows "a quick exchange: one dialogue cue" (larger) and "an answer 3 s later: two cues"
+# (smaller).
+DIALOGUE_LEAD = 2.5

@@ -11,7 +11,10 @@ different speakers. Speakers are numbered in the order they first speak.
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -130,6 +133,38 @@ def turns_from(
     return turns
 
 
+def speaker_name(speaker: int) -> str:
+    """The label of a speaker number: "Speaker 1", "Speaker 2", ... (renamed on the page)."""
+    return f"Speaker {speaker + 1}"
+
+
+def speakers_of(turns: Sequence[Turn], spans: Sequence[tuple[float, float]]) -> list[str | None]:
+    """The speaker of each (start, end) span (a word, a segment): the one whose turns overlap it most; a span in no
+    turn (a word the detector did not call speech) gets the nearest turn's speaker. None when there are no turns."""
+    if not turns:
+        return [None] * len(spans)
+    starts = [t.start for t in turns]
+    out = []
+    for a, b in spans:
+        first, last = max(bisect.bisect_right(starts, a) - 1, 0), bisect.bisect_left(starts, b)
+        near = turns[first : last + 1]
+        shares: dict[int, float] = {}
+        for t in near:
+            shares[t.speaker] = shares.get(t.speaker, 0.0) + max(0.0, min(b, t.end) - max(a, t.start))
+        best = max(shares, key=shares.get) if shares and max(shares.values()) > 0 else None
+        if best is None:  # between turns: the closer one
+            middle = (a + b) / 2
+            best = min(near, key=lambda t: max(t.start - middle, middle - t.end, 0.0)).speaker
+        out.append(speaker_name(best))
+    return out
+
+
+@cache
+def speaker_encoder(threads: int = 0) -> SpeakerEncoder:
+    """One compiled speaker encoder per thread count, for the life of the process (it is 6 MB)."""
+    return SpeakerEncoder(threads)
+
+
 def speaker_turns(
     audio: np.ndarray, regions: list[tuple[float, float]] | tuple, encoder: SpeakerEncoder, options=TurnOptions()
 ) -> list[Turn]:
@@ -137,3 +172,15 @@ def speaker_turns(
     spans = windows(regions)
     labels = cluster(embed_windows(audio, spans, encoder), options.speakers)
     return turns_from(regions, spans, labels)
+
+
+def turn_options(value: str | int | None) -> TurnOptions | None:
+    """The speaker turns asked for: None for "off" (or None, ""), found from the voices for "auto", or a number."""
+    text = str(value).strip().lower() if value is not None else ""
+    if text in ("", "off", "none"):
+        return None
+    if text == "auto":
+        return TurnOptions()
+    if not text.isdigit():
+        raise OptionError("speakers", f"Speakers {value!r}: use auto, off, or a number from 1 to 20")
+    return TurnOptions(int(text))

@@ -499,12 +499,12 @@ def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_pat
 def test_time_cells_are_bounded(start, message):
     import app
 
-    rows = [[start, "00:00:02.000", "Hi"]]
+    cells = app.table_cells({"headers": ["Start", "End", "Text"], "data": [[start, "00:00:02.000", "Hi"]]})
     if message is None:
-        assert app.cues_to_srt(rows).startswith(f"1\n{start.replace('.', ',')} --> ")
+        assert app.table_to_subtitles(cells).startswith(f"1\n{start.replace('.', ',')} --> ")
     else:
         with pytest.raises(SubtitleError, match=f"^{re.escape(message)}"):
-            app.cues_to_srt(rows)
+            app.table_to_subtitles(cells)
 
 
 @pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])
