@@ -241,13 +241,15 @@ class SubtitleApp:
         """The job again with the cue table as its subtitles (and the form's formats, burn-in and style): nothing is
         transcribed. The table's edits are what the files, the preview and the burned video show."""
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        edited = Path(tempfile.mkdtemp(prefix=f"edits-{os.getpid()}-", dir=self.options.jobs_dir)) / "edited.txt"
+        edited = Path(tempfile.mkdtemp(prefix=f"edits-{os.getpid()}-", dir=self.options.jobs_dir)) / "edited"
         try:
             try:
                 cells = table_cells(table)
                 if not cells:
                     raise SubtitleError("There are no cues to make files from: generate the subtitles first")
-                edited.write_text(table_to_subtitles(cells), encoding="utf-8")
+                text = table_to_subtitles(cells)
+                edited = edited.with_suffix(".vtt" if text.startswith("WEBVTT") else ".srt")
+                edited.write_text(text, encoding="utf-8")
             except SubtitleError as e:
                 yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
                 raise gr.Error(str(e), print_exception=False) from None
