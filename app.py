@@ -127,7 +127,8 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
         1, 16, value=v, step=1,
         label="Batch size (windows decoded at once; long videos are cut at pauses into parts)"), "advanced"),
     Field("speakers", "off", lambda v, app: gr.Dropdown(
-        SPEAKER_CHOICES, value=v, label="Speakers: a new cue when the speaker changes (auto finds how many)"),
+        SPEAKER_CHOICES, value=v, label="Speakers: a new cue when the speaker changes (auto finds how many)",
+        elem_id="speakers"),
         "advanced", row=6),
     Field("speaker_labels", JobSpec.labels, lambda v, app: gr.Radio(
         LABEL_CHOICES, value=v, label="Show a change of speaker"), "advanced", row=6),

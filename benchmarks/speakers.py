@@ -34,6 +34,7 @@ embeddings.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from contextlib import contextmanager
@@ -301,7 +302,7 @@ class Run:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
-    p.add_argument("--seeds", default="1-10", help="a list of seeds and ranges: 1-10 (development), 101-110 (held out)")
+    p.add_argument("--seeds", default=f"{DEV_SEEDS[0]}-{DEV_SEEDS[-1]}", help="seeds and ranges: 1-10, 101-110")
     p.add_argument("--given", action="store_true", help="give the true number of speakers instead of finding it")
     p.add_argument("--step", type=float, default=TURN_STEP)
     p.add_argument("--distance", default=str(TURN_DISTANCE), help="one value or a list: 0.3,0.35,0.4")
@@ -323,12 +324,8 @@ def main() -> None:
     turns.embed_windows(warm, [(0.0, turns.WINDOW)], encoder)
 
     convs = [conversation(voices, seed) for seed in seeds]
-    runs = [
-        Run(
-            d, m, DiarizationErrorRate(collar=0.5, skip_overlap=False), DiarizationErrorRate(skip_overlap=False), {}, {}
-        )
-        for d, m in settings
-    ]
+    der = functools.partial(DiarizationErrorRate, skip_overlap=False)
+    runs = [Run(d, m, der(collar=0.5), der(), {}, {}) for d, m in settings]
     vad_time = embed_time = 0.0
     for conv in convs:
         started = time.perf_counter()

@@ -226,3 +226,55 @@ def test_a_new_upload_replaces_the_files_and_one_progress_line_counts_up(page, v
     # it counts up, never back to 0 (two values at least: on an AMX Xeon the clip is transcribed in about 3 s)
     assert len(set(seconds)) >= 2 and seconds == sorted(seconds)
     assert [int(p) for p, _, _ in seen] == sorted(int(p) for p, _, _ in seen)
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="no tesseract: apt-get install tesseract-ocr")
+def test_rename_a_speaker_then_burn_and_read_the_name_back(page, audio, tmp_path):
+    """Two voices, speakers asked for under Advanced options and shown by name: the table has a Speaker column;
+    renaming "Speaker 1" to Alice renames every cue of hers; the files made again, and the burned picture, say
+    Alice."""
+    import numpy as np
+    from conftest import ffmpeg
+    from test_render import frame, ocr, words
+
+    samples = np.concatenate([audio("en_ljs_LJ001-0001"), np.zeros(8000, np.float32), audio("en_jfk")])
+    wav = tmp_path / "two.wav"
+    (tmp_path / "two.raw").write_bytes(samples.astype("<f4").tobytes())
+    ffmpeg("-f", "f32le", "-ar", "16000", "-ac", "1", "-i", str(tmp_path / "two.raw"), str(wav))
+    video = tmp_path / "two voices.mp4"
+    ffmpeg("-i", str(wav), "-f", "lavfi", "-i", "color=c=navy:size=640x360:rate=25", "-map", "1:v", "-map", "0:a",
+           "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(video))  # fmt: skip
+
+    page.locator("#files input[type=file]").set_input_files(str(video))
+    page.locator("#files").get_by_text("two voices.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    page.get_by_text("Advanced options").click()
+    page.locator("#speakers input").click()
+    page.get_by_role("option", name="2", exact=True).click()
+    page.get_by_role("radio", name="Names").check()
+    page.locator("#generate").click()
+    page.locator("#status").get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
+    assert page.locator("#cues").get_by_text("Speaker 2").count() >= 1
+    first = list(srt.parse(download_srt(page, tmp_path)))[0]
+    assert first.content.startswith("Speaker 1: ")
+
+    page.locator("#old-speaker textarea").fill("Speaker 1")
+    page.locator("#new-speaker textarea").fill("Alice")
+    page.locator("#rename").click()
+    page.locator("#cues").get_by_text("Alice").first.wait_for(timeout=10_000)
+    assert page.locator("#cues").get_by_text("Speaker 1", exact=True).count() == 0
+    screenshot(page, tmp_path, "screenshot-speakers.png")
+
+    page.get_by_text("Video with subtitles").click()
+    page.get_by_label("First 60 s (fast preview)").check()
+    page.locator("#apply").click()
+    link = page.locator('#downloads a[download$=".subtitled.mp4"]').first
+    link.wait_for(timeout=JOB_TIMEOUT)
+    cues = list(srt.parse(download_srt(page, tmp_path)))
+    assert cues[0].content.startswith("Alice: ") and cues[0].start == first.start
+    assert any(c.content.startswith("Speaker 2: ") for c in cues)
+    with page.expect_download() as download:
+        link.click()
+    burned = tmp_path / "burned.mp4"
+    download.value.save_as(burned)
+    middle = (cues[0].start.total_seconds() + cues[0].end.total_seconds()) / 2
+    assert "alice" in words(ocr(frame(burned, middle), tmp_path))
