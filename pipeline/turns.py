@@ -2,9 +2,9 @@
 
 The speech regions (pipeline/vad.py) are covered by 1.6-s windows every TURN_STEP seconds; each window is embedded
 (pipeline/speakers.py: GE2E, on OpenVINO) and the windows are clustered by cosine distance with scikit-learn's
-agglomerative clustering (average linkage): into the number of speakers given, or, when it is not, until the
-closest two clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into
-the nearest large one (a cough, a laugh, a stretch of noise is not a speaker), as pyannote does. Each stretch of
+agglomerative clustering (average linkage) until the closest two clusters are TURN_DISTANCE apart. Clusters holding
+under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a stretch of noise is not
+a speaker), as pyannote does; when the number of speakers is given, the clusters left are merged into that many. Each stretch of
 speech then belongs to the speaker of the windows centred in it; a turn changes halfway between two windows of
 different speakers. Speakers are numbered in the order they first speak.
 """
@@ -70,8 +70,16 @@ def embed_windows(audio: np.ndarray, spans: list[tuple[float, float]], encoder: 
     return np.concatenate(out)
 
 
-def cluster(embeddings: np.ndarray, speakers: int | None = None) -> np.ndarray:
-    """A label per embedding, 0, 1, ... in the order of first appearance."""
+def cluster(
+    embeddings: np.ndarray,
+    speakers: int | None = None,
+    distance: float = TURN_DISTANCE,
+    min_share: float = TURN_MIN_SHARE,
+) -> np.ndarray:
+    """A label per embedding, 0, 1, ... in the order of first appearance. Clusters are merged until the closest two
+    are `distance` apart, those under `min_share` of the windows are folded into the nearest large one; with a
+    number of `speakers` given, the clusters left are then merged (or, when too few, the windows split) into that
+    many, so a few stray windows never take a speaker's place."""
     n = len(embeddings)
     if n == 0:
         return np.zeros(0, int)
@@ -79,23 +87,27 @@ def cluster(embeddings: np.ndarray, speakers: int | None = None) -> np.ndarray:
         return np.zeros(n, int)
     from sklearn.cluster import AgglomerativeClustering
 
+    model = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average", distance_threshold=distance)
+    labels = _fold_small(embeddings, model.fit_predict(embeddings), min_share)
     if speakers is not None:
-        model = AgglomerativeClustering(n_clusters=min(speakers, n), metric="cosine", linkage="average")
-    else:
-        model = AgglomerativeClustering(
-            n_clusters=None, metric="cosine", linkage="average", distance_threshold=TURN_DISTANCE
-        )
-    labels = model.fit_predict(embeddings)
-    if speakers is None:
-        labels = _fold_small(embeddings, labels)
+        found = sorted(set(labels.tolist()))
+        if len(found) > speakers:  # the clusters' centroids merged, by the same linkage, into `speakers`
+            centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
+            merge = AgglomerativeClustering(n_clusters=speakers, metric="cosine", linkage="average")
+            into = dict(zip(found, merge.fit_predict(centroids).tolist()))
+            labels = np.array([into[k] for k in labels.tolist()])
+        elif len(found) < speakers:  # fewer voices than asked for: the windows themselves split that many ways
+            labels = AgglomerativeClustering(
+                n_clusters=min(speakers, n), metric="cosine", linkage="average"
+            ).fit_predict(embeddings)
     order = {label: i for i, label in enumerate(dict.fromkeys(labels.tolist()))}
     return np.array([order[label] for label in labels.tolist()])
 
 
-def _fold_small(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Windows of clusters under TURN_MIN_SHARE of all go to the large cluster whose centroid is closest."""
+def _fold_small(embeddings: np.ndarray, labels: np.ndarray, min_share: float = TURN_MIN_SHARE) -> np.ndarray:
+    """Windows of clusters under `min_share` of all go to the large cluster whose centroid is closest."""
     counts = np.bincount(labels)
-    large = [k for k in range(len(counts)) if counts[k] >= TURN_MIN_SHARE * len(labels)]
+    large = [k for k in range(len(counts)) if counts[k] >= min_share * len(labels)]
     if not large or len(large) == len(counts):
         return labels
     centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in large])
@@ -105,15 +117,19 @@ def _fold_small(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def turns_from(
-    regions: list[tuple[float, float]] | tuple, spans: list[tuple[float, float]], labels: np.ndarray
+    regions: list[tuple[float, float]] | tuple,
+    spans: list[tuple[float, float]],
+    labels: np.ndarray,
+    step: float = TURN_STEP,
 ) -> list[Turn]:
-    """The speech regions cut where the speaker changes (`spans`, `labels`: windows(regions) and their speakers).
+    """The speech regions cut where the speaker changes (`spans`, `labels`: windows(regions, step) and their
+    speakers).
     Within a region each instant belongs to the window whose centre is nearest, so a turn changes halfway between
     the centres of two windows of different speakers."""
     turns: list[Turn] = []
     first = 0
     for a, b in regions:
-        count = len(windows([(a, b)]))
+        count = len(windows([(a, b)], step))
         centres = [(s + e) / 2 for s, e in spans[first : first + count]]
         speakers = [int(k) for k in labels[first : first + count]]
         first += count
@@ -130,6 +146,7 @@ def turns_from(
                 turns[-1] = Turn(turns[-1].start, round(e, 3), speaker)
             else:
                 turns.append(Turn(round(s, 3), round(e, 3), speaker))
+    assert first == len(spans), "spans are not windows(regions, step)"
     return turns
 
 

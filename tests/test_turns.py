@@ -78,6 +78,10 @@ def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
         (lambda rng: voices(rng, [(50, 0.0), (27, 0.0), (3, 0.0)]), None, None),
         # a voice with a tenth of the windows stays (6 of 100: above 5 %)
         (lambda rng: voices(rng, [(50, 0.0), (44, 0.0), (6, 0.0)]), None, [0] * 50 + [1] * 44 + [2] * 6),
+        # two asked for, three stray windows beside two voices: the strays join a voice, not a speaker of their own
+        (lambda rng: voices(rng, [(50, 0.0), (27, 0.0), (3, 0.0)]), 2, None),
+        # three voices found, two asked for: the two closest merge
+        (lambda rng: np.concatenate([two_voices_apart(rng, 0.5), voices(rng, [(10, 0.0)])]), 2, [0] * 20 + [1] * 10),
         (lambda rng: voices(rng, [(3, 0.0), (1, 0.0)]), 1, [0] * 4),
         (lambda rng: voices(rng, [(1, 0.0)]), None, [0]),
     ],
