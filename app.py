@@ -51,15 +51,8 @@ from pipeline.model import ModelOptions, resolve_precision
 from pipeline.outputs import write_outputs, zip_outputs
 from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
 from pipeline.segment import CueRules
-from pipeline.subtitles import (
-    MAX_CUE_CHARS,
-    MAX_CUES,
-    MAX_HOUR_DIGITS,
-    cue_too_long,
-    format_timestamp,
-    voice_tag,
-    vtt_text,
-)
+from pipeline.subtitles import format_timestamp
+from pipeline.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 from pipeline.transcribe import LANGUAGES
 from pipeline.turns import turn_options
 
@@ -81,7 +74,6 @@ PRECISION_CHOICES = [
 ]
 SPEAKER_CHOICES = [("Off", "off"), ("Auto", "auto")] + [(str(n), str(n)) for n in range(2, 11)]
 LABEL_CHOICES = [("New cue only", "none"), ("Dialogue dashes", "dashes"), ("Names", "names")]
-MAX_NAME_CHARS = 40  # a speaker's name on the page
 LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
@@ -208,7 +200,7 @@ class SubtitleApp:
         """One job from the page's form (FORM's names; what is not given is its default), for `client` (its
         address). Yields (about, status, cue table, preview video, files to download) as the job goes; the last is
         complete."""
-        yield "", "", _table([], False), None, None  # a new job starts from a clean page: no old results beside it
+        yield "", "", cue_table([], False), None, None  # a new job starts from a clean page: no old results beside it
         admitted = False
         try:
             model = form.get("model") or self.model_choices[0][1]
@@ -338,7 +330,7 @@ class SubtitleApp:
                     status = status_line(line, last - started)
                     if unseen:
                         unseen = False
-                        yield _about(list(sources.values())), status, _table(rows, several), gr.skip(), gr.skip()
+                        yield _about(list(sources.values())), status, cue_table(rows, several), gr.skip(), gr.skip()
                     else:
                         yield gr.skip(), status, gr.skip(), gr.skip(), gr.skip()
         except SubtitleError:
@@ -387,7 +379,7 @@ class SubtitleApp:
         downloads = (
             [zip_outputs(subtitles, job_dir), *(p for p in outputs if p not in subtitles)] if several_files else outputs
         )
-        return about, status, _table(rows, several), preview, [str(p) for p in downloads]
+        return about, status, cue_table(rows, several), preview, [str(p) for p in downloads]
 
 
 def form_to_spec(**form) -> JobSpec:
@@ -444,72 +436,6 @@ def status_line(line: str, elapsed: float) -> str:
     return f"{_escape(line)} · {hms(elapsed)} elapsed"
 
 
-def table_to_subtitles(cells: list[tuple[str, str, str, str]]) -> str:
-    """The cue table's cells (table_cells: start, end, speaker, text with " / " between lines) as SRT text, or, when
-    a cue has a speaker, WebVTT with each speaker a voice span; a time that is not one is a message. The table is
-    bounded as an uploaded file is (MAX_CUES cues of MAX_CUE_CHARS), before any of it is parsed."""
-    if len(cells) > MAX_CUES:
-        raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
-    vtt = any(speaker for _, _, speaker, _ in cells)
-    blocks = []
-    for n, (start, end, speaker, text) in enumerate(cells, start=1):
-        if len(text) > MAX_CUE_CHARS:
-            raise cue_too_long(n)
-        if len(speaker) > MAX_NAME_CHARS:
-            raise SubtitleError(f"Cue {n}: a speaker's name is at most {MAX_NAME_CHARS} characters")
-        for name, value in (("start", start), ("end", end)):
-            if not _TIME_CELL.fullmatch(value[:40]):
-                raise SubtitleError(f"Cue {n}: the {name} {value[:40]!r} is not a time like 00:01:02.500")
-        lines = [line.strip() for line in text.split(" / ")]
-        if vtt:
-            stamp = [v.replace(",", ".") if "." in v or "," in v else v + ".000" for v in (start, end)]
-            body = voice_tag(speaker or None) + "\n".join(vtt_text(line) for line in lines)
-            blocks.append(f"{stamp[0]} --> {stamp[1]}\n{body}")
-        else:
-            stamp = [v.replace(".", ",") if "." in v or "," in v else v + ",000" for v in (start, end)]
-            blocks.append(f"{n}\n{stamp[0]} --> {stamp[1]}\n" + "\n".join(lines))
-    return ("WEBVTT\n\n" if vtt else "") + "\n\n".join(blocks) + "\n"
-
-
-def table_cells(table) -> list[tuple[str, str, str, str]]:
-    """(start, end, speaker, text) of each row of the cue table that holds anything. Columns go by the table's
-    headers (Start, End, Speaker, Text; a File column is left out); a table without headers is Start, End, Text."""
-    if isinstance(table, dict | None):
-        headers, rows = (table or {}).get("headers") or [], (table or {}).get("data", []) or []
-    else:
-        headers, rows = list(table.columns), table.values.tolist()
-    if len(rows) > MAX_CUES:
-        raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
-    rows = [[str(v if v is not None else "").strip() for v in r] for r in rows if any(str(v).strip() for v in r)]
-    at = {name: i for i, name in enumerate(headers)}
-    if not {"Start", "End", "Text"} <= set(at):
-        return [(*r[-3:-1], "", r[-1]) for r in rows if len(r) >= 3]
-    speaker = at.get("Speaker")
-    return [
-        (r[at["Start"]], r[at["End"]], r[speaker] if speaker is not None else "", r[at["Text"]])
-        for r in rows
-        if len(r) == len(headers)
-    ]
-
-
-def rename_speaker(table, old: str, new: str) -> dict:
-    """The cue table with every cue of speaker `old` given to `new` (a new name, or another speaker's)."""
-    old, new = " ".join((old or "").split()), " ".join((new or "").split())
-    if not new or len(new) > MAX_NAME_CHARS:
-        raise SubtitleError(f"Give the speaker a name of 1 to {MAX_NAME_CHARS} characters")
-    if isinstance(table, dict | None):
-        headers, rows = list((table or {}).get("headers") or []), [list(r) for r in (table or {}).get("data") or []]
-    else:
-        headers, rows = list(table.columns), table.values.tolist()
-    if "Speaker" not in headers or not any(r[headers.index("Speaker")] == old for r in rows):
-        raise SubtitleError(f"No cue has the speaker {old!r}: type a name from the Speaker column")
-    at = headers.index("Speaker")
-    return {"headers": headers, "data": [[*r[:at], new if r[at] == old else r[at], *r[at + 1 :]] for r in rows]}
-
-
-_TIME_CELL = re.compile(rf"(\d{{1,{MAX_HOUR_DIGITS}}}:)?\d{{1,2}}:\d{{2}}([.,]\d{{1,3}})?")  # a time in the cue table
-
-
 def cue_problems(table) -> str:
     """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does. The
     work is linear in the table, which cues_to_srt bounds."""
@@ -546,15 +472,6 @@ def _hex(colour: str) -> str:
 def _escape(text: str) -> str:
     """Titles come from files and web pages: show them as text, never as Markdown or HTML."""
     return "".join("\\" + c if c in "\\`*_[]<>!|~" else c for c in text)
-
-
-def _table(rows: list[list[str]], several: bool) -> dict:
-    """The cue table: [File,] Start, End, Speaker, Text; the Speaker column only when some cue has one."""
-    if not any(r[-2] for r in rows):
-        rows = [r[:-2] + r[-1:] for r in rows]
-        return {"headers": ["File", "Start", "End", "Text"] if several else ["Start", "End", "Text"], "data": rows}
-    headers = ["Start", "End", "Speaker", "Text"]
-    return {"headers": ["File", *headers] if several else headers, "data": rows}
 
 
 def _time(seconds: float) -> str:

@@ -497,14 +497,14 @@ def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_pat
     ],
 )
 def test_time_cells_are_bounded(start, message):
-    import app
+    from pipeline import table
 
-    cells = app.table_cells({"headers": ["Start", "End", "Text"], "data": [[start, "00:00:02.000", "Hi"]]})
+    cells = table.table_cells({"headers": ["Start", "End", "Text"], "data": [[start, "00:00:02.000", "Hi"]]})
     if message is None:
-        assert app.table_to_subtitles(cells).startswith(f"1\n{start.replace('.', ',')} --> ")
+        assert table.table_to_subtitles(cells).startswith(f"1\n{start.replace('.', ',')} --> ")
     else:
         with pytest.raises(SubtitleError, match=f"^{re.escape(message)}"):
-            app.table_to_subtitles(cells)
+            table.table_to_subtitles(cells)
 
 
 @pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])

@@ -10,6 +10,7 @@ import pytest
 from pipeline.render import Style, to_ass
 from pipeline.segment import Cue, CueRules, Word, segment
 from pipeline.subtitles import parse, shown, to_json, to_srt, to_txt, to_vtt
+from pipeline.table import rename_speaker, table_cells, table_to_subtitles
 from pipeline.turns import Turn, speakers_of, turn_options
 
 A, B, C = "Speaker 1", "Speaker 2", "Speaker 3"
@@ -188,17 +189,15 @@ def test_turn_options_refuse_what_is_not_a_count(value):
     ],
 )  # fmt: skip
 def test_table_cells(table, cells):
-    import app
 
-    assert app.table_cells(table) == cells
+    assert table_cells(table) == cells
 
 
 def test_the_tables_speakers_come_back_in_the_cues():
     """The edited table goes through WebVTT voices: each cue keeps the speaker its row has."""
-    import app
 
     cells = [("00:00:01.000", "00:00:02.000", "Alice", "Hi / there"), ("00:00:02.500", "00:00:03.000", "", "<b>&")]
-    got = parse(app.table_to_subtitles(cells))
+    got = parse(table_to_subtitles(cells))
     assert [(c.start, c.end, c.text, c.speaker) for c in got] == [
         (1.0, 2.0, "Hi\nthere", "Alice"), (2.5, 3.0, "<b>&", None)
     ]  # fmt: skip
@@ -213,11 +212,10 @@ def test_the_tables_speakers_come_back_in_the_cues():
     ],
 )
 def test_renaming_a_speaker_renames_every_cue_of_theirs(old, new, speakers):
-    import app
 
     rows = [["00:00:01.000", "00:00:02.000", s, "Hi"] for s in ("Speaker 1", "Speaker 2", "Speaker 1")]
     table = {"headers": ["Start", "End", "Speaker", "Text"], "data": rows}
-    renamed = app.rename_speaker(table, old, new)
+    renamed = rename_speaker(table, old, new)
     assert [r[2] for r in renamed["data"]] == speakers and renamed["headers"] == table["headers"]
 
 
@@ -230,7 +228,6 @@ def test_renaming_a_speaker_renames_every_cue_of_theirs(old, new, speakers):
     ],
 )
 def test_renaming_says_what_is_wrong(old, new, message):
-    import app
     from pipeline.errors import SubtitleError
 
     table = {
@@ -238,7 +235,7 @@ def test_renaming_says_what_is_wrong(old, new, message):
         "data": [["00:00:01.000", "00:00:02.000", "Speaker 1", "Hi"]],
     }
     with pytest.raises(SubtitleError, match=f"^{message}"):
-        app.rename_speaker(table, old, new)
+        rename_speaker(table, old, new)
 
 
 @pytest.mark.slow
