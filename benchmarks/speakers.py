@@ -1,7 +1,8 @@
-"""Who speaks when: speaker turns (pipeline/turns.py) scored on seeded conversations of real voices (issue 39).
+"""Who speaks when: speaker turns (pipeline/turns.py) scored on seeded conversations of real voices (issue 39), on
+recordings of one voice and on real meetings; with --cues, the speakers of the cues the pipeline makes.
 
-    python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10] [--given]
-                                  [--step 0.5] [--distance 0.4[,0.45,...]] [--min-share 0.05[,...]] [--threads 0]
+    python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10 | --single | --ami [DIR]] [--given]
+                                  [--cues] [--step 0.5] [--distance 0.45[,0.5,...]] [--min-share 0.05[,...]]
 
 Each seed joins 3-5 distinct voices of ../shared/eval (VOICES below, any language) into one recording. Each voice's
 clips are cut into pieces at their quietest 10-ms frame near a drawn length (0.5-1 s for 40 % of the turns, 1-3 s
@@ -9,26 +10,35 @@ for 35 %, 3-8 s for 25 %), and pieces of alternating voices are joined with 0.1-
 (back to back, no overlap) at 30 % of the changes. In every third seed one voice says little (3-8 % of what the
 others are given, at least 1 s). The reference is the turns as placed, trimmed to each piece's speech: its 10-ms
 frames at least a third of the way from the clip's noise floor (10th-percentile frame level) to its loud speech
-(99th percentile), independent of the voice activity detector. That is benchmarks/composition.py's onset rule with
-the 99th percentile for the loudest frame, which in a noisy spontaneous recording is a click 13 dB above the speech.
-Runs of 50 ms or more count, pauses under 0.3 s are bridged (NIST RT's rule for speaker segments). So silence at a
-piece's edges, and a pause inside it, is nobody's speech.
+(99th percentile: in a noisy spontaneous recording the loudest frame is a click 13 dB above the speech), runs of 50
+ms or more, pauses under 0.3 s bridged (NIST RT's rule for speaker segments); independent of the voice activity
+detector. --single joins the pieces of ONE voice the same way (each voice with 30 s of speech or more, as much
+as a seed's start leaves): one speaker is the right count, the case of an audiobook or a talk.
+
+--ami DIR: the first 30 s of seven AMI Meeting Corpus meetings (CC BY 4.0, the AMI Consortium) that pyannote.audio
+4.0.7 ships as test data (fetched from its sdist on PyPI when DIR is empty); AMI_CLIPS says which are left out. The
+reference is their RTTM, the scored part their UEM. AMI has overlapped speech, our turns one speaker at a time: the
+DER is given with the overlap scored and skipped.
 
 Our turns run on the detector's regions (pipeline.vad.speech_map), with the number of speakers found (default) or,
-with --given, given. The score is pyannote.metrics' DiarizationErrorRate(collar=0.5, skip_overlap=False): pyannote's
-collar is the whole width around each reference boundary, so 0.5 is +-0.25 s, md-eval's "0.25-s collar" of the
-issue's target. It is split into missed speech, false alarm and confusion, each a share of the scored reference
-speech: the reference speech less the collars, which take 0.5 s at every boundary, a pause of 0.3 s or more in a turn
-included (the DER without a collar is beside it). The speaker count found is compared with the true one, per
-conversation and as the share right. The time of the detector and of the turns (windows, embedding, clustering: what
-speaker_turns does, time.perf_counter around it) is given per minute of audio under the CPU's model and flags;
-compare within one run.
+with --given, given. The score is pyannote.metrics' DiarizationErrorRate(collar=0.5): the whole width around each
+reference boundary, so +-0.25 s, md-eval's "0.25-s collar" of the issue. Missed speech, false alarm and confusion
+are shares of the scored reference speech (less the collars; the DER without a collar is beside it). The count found
+is compared with the true one. The time of the detector and of the turns (windows, embedding, clustering: what
+speaker_turns does) is per minute of audio on the CPU named; compare within one run.
 
-Seeds 1-10 (the default) are the development set: the tuned numbers may be chosen on them. Seeds 101-110 are held
-out: never used for tuning, nor by the tests; run them only to check a setting chosen on 1-10 (a grid on them is
-refused). --step, --distance and --min-share try other values of TURN_STEP, TURN_DISTANCE and TURN_MIN_SHARE
-(pipeline/tuning.py) without editing it; --distance and --min-share take lists, and every pair is scored on the same
-embeddings.
+--cues also runs the pipeline as a user does (pipeline.jobs.subtitle_audio, speakers auto, the default model, the
+language detected) and checks its cues against the reference turns (a piece from its first to its last speech, an
+RTTM line): the share with a speaker; those spanning a change of speaker, whose words' midpoints fall in turns of two
+or more voices (a midpoint in no turn is ignored; one within 0.25 s of a turn also counts for it); and those carrying
+their speaker: each speaker found stands for the voice it overlaps most in the cues' words, and a cue carries its
+speaker when that voice says most of its words.
+
+Seeds 1-10 (the default) and --single are the development set: the tuned numbers may be chosen on them. Seeds
+101-110 and the AMI clips are held out: never used for tuning, nor by the tests; run them only to check a setting
+chosen on the others (a grid on them is refused). --step, --distance and --min-share try other values of TURN_STEP,
+TURN_DISTANCE and TURN_MIN_SHARE (pipeline/tuning.py, the defaults); --distance and --min-share take lists, every
+pair scored on the same embeddings.
 """
 
 from __future__ import annotations
@@ -37,7 +47,8 @@ import argparse
 import functools
 import sys
 import time
-from contextlib import contextmanager
+import unicodedata
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.composition import FRAME, RUN, load_clips  # noqa: E402
 from pipeline import turns  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.media import SAMPLE_RATE  # noqa: E402
+from pipeline.media import SAMPLE_RATE, load_audio  # noqa: E402
 from pipeline.speakers import SpeakerEncoder  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_STEP  # noqa: E402
 from pipeline.vad import VadOptions, speech_map  # noqa: E402
@@ -87,11 +98,20 @@ MAIN_MIN = 6.0  # seconds of speech a voice needs to be one of the main speakers
 MAIN_BUDGET = (10.0, 25.0)  # seconds of speech each main voice is given (all it has, if less)
 RARE_SHARE = (0.03, 0.08)  # the voice that says little: this share of the others' budgets (at least RARE_MIN)
 RARE_MIN = 1.0  # seconds
+SINGLE_MIN = 30.0  # seconds of speech a voice needs for a recording of its own (--single)
 LENGTHS = ((0.4, 0.5, 1.0), (0.35, 1.0, 3.0), (0.25, 3.0, 8.0))  # (share, shortest, longest) of the turns
 BACK_TO_BACK = 0.3  # share of speaker changes with no gap
 GAP = (0.1, 1.5)  # seconds, the others
 BRIDGE = 30  # 10-ms frames: a shorter pause inside a piece is part of its speech
 MIN_SPEECH = 0.3  # seconds: a piece with less speech is not placed
+COLLAR = 0.25  # seconds each side of a reference boundary (pyannote's collar=0.5)
+
+# AMI clips of pyannote.audio's test data (tests/data of its sdist), by RTTM uri. Left out: dev01, trn01, trn07 and
+# tst01 (much speech with no label), trn00 (file trñ00.wav), trn02 (one speaker), trn03 (no turn under 1 s).
+AMI_CLIPS = ("dev00", "trn04", "trn05", "trn06", "trn08", "trn09", "tst00")
+AMI_SDIST = "pyannote.audio==4.0.7"
+AMI_DATA = "pyannote_audio-4.0.7/tests/data"
+AMI_FILES = (".wav", ".rttm", ".uem")
 
 
 @dataclass(frozen=True)
@@ -105,33 +125,23 @@ class Voice:
 
 
 @dataclass(frozen=True)
-class Piece:
-    voice: str
-    clip: str
-    start: float  # where it sits in the recording, seconds
-    end: float
-    speech: tuple[tuple[float, float], ...]  # the reference: its speech, in the recording's seconds
+class Recording:
+    """Audio and who speaks when in it."""
 
-
-@dataclass(frozen=True)
-class Conversation:
-    seed: int
+    name: str  # the seed, the voice (--single), the AMI uri
     audio: np.ndarray
-    pieces: tuple[Piece, ...]
-    rare: str | None  # the voice that says little
+    speech: tuple[tuple[float, float, str], ...]  # (start, end, voice) in seconds: the reference of the DER
+    turns: tuple[tuple[float, float, str], ...]  # (start, end, voice): each turn, first to last speech
+    scored: tuple[tuple[float, float], ...]  # the part scored (a UEM)
+    rare: str | None = None  # the voice that says little
 
     @property
     def voices(self) -> list[str]:
-        return list(dict.fromkeys(p.voice for p in self.pieces))
+        return list(dict.fromkeys(v for _, _, v in self.speech))
 
     @property
     def duration(self) -> float:
         return self.audio.size / SAMPLE_RATE
-
-    def share(self, voice: str) -> float:
-        """The voice's share of the reference speech."""
-        said = {v: sum(b - a for p in self.pieces if p.voice == v for a, b in p.speech) for v in self.voices}
-        return said[voice] / sum(said.values())
 
 
 def speech_frames(samples: np.ndarray) -> np.ndarray:
@@ -168,7 +178,7 @@ def load_voices(folder: Path) -> dict[str, Voice]:
     return out
 
 
-def conversation(voices: dict[str, Voice], seed: int) -> Conversation:
+def conversation(voices: dict[str, Voice], seed: int) -> Recording:
     """A seeded recording of 3-5 voices taking turns (see the module docstring)."""
     rng = np.random.default_rng(seed)
     count, rare = int(rng.integers(3, 6)), seed % 3 == 0
@@ -184,10 +194,22 @@ def conversation(voices: dict[str, Voice], seed: int) -> Conversation:
     budget = {v: min(rng.uniform(*MAIN_BUDGET), voices[v].speech) for v in chosen[: count - rare]}
     if rare:
         budget[chosen[-1]] = max(rng.uniform(*RARE_SHARE) * sum(budget.values()), RARE_MIN)
+    return joined(str(seed), voices, budget, rng, chosen[-1] if rare else None)
+
+
+def monologue(voice: Voice, seed: int) -> Recording:
+    """All of one voice's speech, cut and joined as a conversation's pieces are (--single)."""
+    return joined(f"{voice.name} {seed}", {voice.name: voice}, {voice.name: voice.speech}, np.random.default_rng(seed))
+
+
+def joined(name: str, voices: dict[str, Voice], budget: dict[str, float], rng, rare: str | None = None) -> Recording:
+    """Pieces of the voices, `budget` seconds of speech each, taking turns (one voice: pieces of it, one by one)."""
+    chosen = list(budget)
     cursors = {v: _Cursor(voices[v], rng) for v in chosen}
     pieces, audio, t, previous = [], [], 0.0, None
     while True:
-        options = [v for v in chosen if v != previous and budget[v] >= 0.4 and not cursors[v].done]
+        options = [v for v in chosen if v != previous or len(chosen) == 1]
+        options = [v for v in options if budget[v] >= 0.4 and not cursors[v].done]
         if not options:
             break
         weights = np.array([budget[v] for v in options])
@@ -196,19 +218,20 @@ def conversation(voices: dict[str, Voice], seed: int) -> Conversation:
         cut = cursors[voice].cut(max(min(rng.uniform(shortest, longest), budget[voice]), 0.5))
         if cut is None:
             continue
-        clip, samples, speech = cut
+        samples, speech = cut
         if sum(b - a for a, b in speech) < MIN_SPEECH:
             continue
         if pieces:
             gap = 0.0 if rng.random() < BACK_TO_BACK else rng.uniform(*GAP)
             audio.append(np.zeros(int(round(gap * SAMPLE_RATE)), np.float32))
             t += audio[-1].size / SAMPLE_RATE
-        end = t + samples.size / SAMPLE_RATE
-        pieces.append(Piece(voice, clip, t, end, tuple((t + a, t + b) for a, b in speech)))
+        pieces.append((voice, [(t + a, t + b) for a, b in speech]))
         audio.append(samples)
         budget[voice] -= sum(b - a for a, b in speech)
-        t, previous = end, voice
-    return Conversation(seed, np.concatenate(audio), tuple(pieces), chosen[-1] if rare else None)
+        t, previous = t + samples.size / SAMPLE_RATE, voice
+    speech = tuple((a, b, v) for v, spans in pieces for a, b in spans)
+    spoken = tuple((spans[0][0], spans[-1][1], v) for v, spans in pieces)
+    return Recording(name, np.concatenate(audio), speech, spoken, ((0.0, t),), rare)
 
 
 class _Cursor:
@@ -223,11 +246,11 @@ class _Cursor:
         if last - first > 2000:  # a long reading: start anywhere but its last 20 s
             self.frame = self._quietest(0, int(rng.integers(first, last - 2000)), 30)
 
-    def cut(self, seconds: float) -> tuple[str, np.ndarray, list[tuple[float, float]]] | None:
-        """(clip id, samples, speech in seconds from the piece's start) of about `seconds`, ending at the quietest
-        frame within 30 % of that length; the rest of the clip when under 0.5 s would be left. None: no more."""
+    def cut(self, seconds: float) -> tuple[np.ndarray, list[tuple[float, float]]] | None:
+        """(samples, speech in seconds from the piece's start) of about `seconds`, ending at the quietest frame
+        within 30 % of that length; the rest of the clip when under 0.5 s would be left. None: no more."""
         while self.index < len(self.clips):
-            clip, samples, mask = self.clips[self.index]
+            _, samples, mask = self.clips[self.index]
             first, last = self._extent(mask)
             start = max(self.frame, first)
             if last - start >= 50:
@@ -236,7 +259,7 @@ class _Cursor:
                 end = last if last - end < 50 else end
                 self.frame = end
                 speech = [(a / 100, b / 100) for a, b in _runs(mask[start:end])]
-                return clip, samples[start * FRAME : end * FRAME], speech
+                return samples[start * FRAME : end * FRAME], speech
             self.index, self.frame = self.index + 1, 0
         self.done = True
         return None
@@ -257,45 +280,100 @@ class _Cursor:
         return lo + int(np.argmin(np.mean(frames.astype(np.float64) ** 2, axis=1)))
 
 
-@contextmanager
-def tuned(step: float, distance: float, min_share: float):
-    """pipeline.turns with other values of its tuned numbers. cluster() reads TURN_DISTANCE and TURN_MIN_SHARE from
-    its module, and turns_from() counts each region's windows with windows()' default step, so until they take these
-    as arguments they are set on the module for the duration."""
-    from unittest import mock
+def ami_clips(folder: Path) -> list[Recording]:
+    """AMI_CLIPS from `folder`, fetched into it first when it is empty."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        fetch_ami(folder)
+    plain = {p: unicodedata.normalize("NFKD", p.stem).encode("ascii", "ignore").decode() for p in folder.glob("*.wav")}
+    wavs = {uri: p for p, uri in plain.items()}  # trñ00.wav is uri trn00
+    text = "\n".join(f.read_text("utf-8") for suffix in ("rttm", "uem") for f in folder.glob(f"*.{suffix}"))
+    speech, scored = defaultdict(list), defaultdict(list)
+    for f in map(str.split, text.splitlines()):
+        if f and f[0] == "SPEAKER":  # SPEAKER uri channel onset duration <NA> <NA> speaker <NA> <NA>
+            speech[f[1]].append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
+        elif len(f) == 4:  # uri channel start end
+            scored[f[0]].append((float(f[2]), float(f[3])))
+    out = []
+    for uri in AMI_CLIPS:
+        assert uri in wavs and speech[uri] and scored[uri], f"{uri} is not in {folder}: empty it to fetch it again"
+        said = tuple(sorted(speech[uri]))
+        out.append(Recording(uri, load_audio(wavs[uri]), said, said, tuple(scored[uri])))
+    return out
 
-    original = turns.windows
-    with (
-        mock.patch.object(turns, "TURN_DISTANCE", distance),
-        mock.patch.object(turns, "TURN_MIN_SHARE", min_share),
-        mock.patch.object(turns, "windows", lambda regions, step=step: original(regions, step)),
-    ):
-        yield
+
+def fetch_ami(folder: Path) -> None:
+    """pyannote.audio's test recordings and annotations (AMI_DATA/*{AMI_FILES}, by base name: no path traversal),
+    from its sdist on PyPI, into `folder`: written beside it and renamed into place."""
+    import subprocess
+    import tarfile
+    import tempfile
+    from pathlib import PurePosixPath
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir=folder.parent) as partial:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", AMI_SDIST, "-d", tmp]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"Failed to download {AMI_SDIST}: {done.stderr}")
+        (sdist,) = Path(tmp).glob("pyannote_audio-*.tar.gz")
+        files = Path(partial) / "ami"
+        files.mkdir()
+        with tarfile.open(sdist) as tar:
+            for member in tar:
+                path = PurePosixPath(member.name)
+                if member.isfile() and str(path.parent) == AMI_DATA and path.suffix in AMI_FILES:
+                    (files / path.name).write_bytes(tar.extractfile(member).read())
+        if folder.is_dir():
+            folder.rmdir()  # empty
+        files.replace(folder)
 
 
-def annotations(conv: Conversation, found: list[turns.Turn]):
-    """The reference and our turns as pyannote Annotations, and the recording's extent (the scored part)."""
+def annotations(rec: Recording, found: list[turns.Turn]):
+    """The reference and our turns as pyannote Annotations, and the part scored."""
     from pyannote.core import Annotation, Segment, Timeline
 
-    reference, hypothesis = Annotation(uri=str(conv.seed)), Annotation(uri=str(conv.seed))
-    for piece in conv.pieces:
-        for a, b in piece.speech:
-            reference[Segment(a, b)] = piece.voice
+    reference, hypothesis = Annotation(uri=rec.name), Annotation(uri=rec.name)
+    for i, (a, b, voice) in enumerate(rec.speech):
+        reference[Segment(a, b), i] = voice
     for turn in found:
         hypothesis[Segment(turn.start, turn.end)] = f"speaker {turn.speaker}"
-    return reference, hypothesis, Timeline([Segment(0.0, conv.duration)])
+    return reference, hypothesis, Timeline([Segment(a, b) for a, b in rec.scored])
+
+
+def cue_check(rec: Recording, cues) -> Counter:
+    """Counts of cues: all, with a speaker, judged (a word in a reference turn), spanning a change of speaker,
+    carrying their speaker (see the module docstring)."""
+
+    def said_by(t: float, collar: float = 0.0) -> set[str]:
+        return {v for a, b, v in rec.turns if a - collar <= t <= b + collar}
+
+    overlap = defaultdict(Counter)  # speaker found -> reference voice -> seconds of its cues' words
+    for cue in cues:
+        for w in cue.words or ():
+            for a, b, v in rec.turns:
+                overlap[cue.speaker][v] += max(0.0, min(b, w.end) - max(a, w.start))
+    voice_of = {s: by.most_common(1)[0][0] for s, by in overlap.items() if s is not None and by.total() > 0}
+    out = Counter(cues=len(cues), speaker=sum(c.speaker is not None for c in cues))
+    for cue in cues:
+        middles = [t for t in ((w.start + w.end) / 2 for w in cue.words or ()) if said_by(t)]
+        if not middles:
+            continue
+        out["judged"] += 1
+        out["spanning"] += not set.intersection(*(said_by(t, COLLAR) for t in middles))
+        words = Counter(v for t in middles for v in said_by(t))
+        out["carrying"] += cue.speaker in voice_of and words[voice_of[cue.speaker]] == max(words.values())
+    return out
 
 
 @dataclass
 class Run:
-    """One setting of the tuned numbers over all conversations."""
+    """One setting of the tuned numbers over all recordings."""
 
     distance: float
     min_share: float
-    metric: object  # DiarizationErrorRate, 0.25-s collar
-    bare: object  # ... and with none
-    found: dict[int, int]  # seed -> speakers found
-    parts: dict[int, dict]  # seed -> pyannote's detailed components
+    metrics: dict[str, object]  # "collar", "no overlap" (collar, overlap skipped), "bare": DiarizationErrorRate
+    found: dict[str, int]  # recording -> speakers found
+    parts: dict[str, tuple[dict, dict]]  # recording -> pyannote's components: overlap scored, overlap skipped
     turns_time: float = 0.0  # seconds: windows, embedding, clustering, turns
 
 
@@ -303,9 +381,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
     p.add_argument("--seeds", default=f"{DEV_SEEDS[0]}-{DEV_SEEDS[-1]}", help="seeds and ranges: 1-10, 101-110")
+    p.add_argument("--single", action="store_true", help="recordings of one voice each, instead of conversations")
+    cache = Path.home() / ".cache" / "subtitle-benchmarks" / "ami"
+    p.add_argument("--ami", type=Path, nargs="?", const=cache, help=f"AMI meetings, instead (default: {cache})")
     p.add_argument("--given", action="store_true", help="give the true number of speakers instead of finding it")
+    p.add_argument("--cues", action="store_true", help="also transcribe, and check the cues' speakers")
     p.add_argument("--step", type=float, default=TURN_STEP)
-    p.add_argument("--distance", default=str(TURN_DISTANCE), help="one value or a list: 0.3,0.35,0.4")
+    p.add_argument("--distance", default=str(TURN_DISTANCE), help="one value or a list: 0.4,0.45,0.5")
     p.add_argument("--min-share", default=str(TURN_MIN_SHARE), help="one value or a list: 0.02,0.05")
     p.add_argument("--threads", type=int, default=0, help="the encoder's and detector's threads (0: OpenVINO's choice)")
     args = p.parse_args()
@@ -313,82 +395,135 @@ def main() -> None:
     settings = [(float(d), float(m)) for d in args.distance.split(",") for m in args.min_share.split(",")]
     if args.given:
         settings = settings[:1]  # with the count given, neither number is used
-    if len(settings) > 1 and set(seeds) & set(HELD_OUT_SEEDS):
-        sys.exit("The held-out seeds (101-110) check one setting chosen on the others; a grid on them is tuning.")
+    if len(settings) > 1 and (args.ami or set(seeds) & set(HELD_OUT_SEEDS)):
+        sys.exit("The held-out sets (seeds 101-110, AMI) check one setting chosen on the others; a grid is tuning.")
+    defaults = (args.step, *settings[0]) == (TURN_STEP, TURN_DISTANCE, TURN_MIN_SHARE)
+    if args.cues and (len(settings) > 1 or not defaults):
+        sys.exit("--cues runs the pipeline as it is, at the tuned numbers of pipeline/tuning.py")
     from pyannote.metrics.diarization import DiarizationErrorRate
 
-    voices = load_voices(args.eval_dir)
+    if args.ami:
+        recs, what = ami_clips(args.ami.expanduser()), f"AMI {args.ami}"
+    else:
+        voices = load_voices(args.eval_dir)
+        if args.single:
+            recs = [monologue(v, seed) for seed in seeds for v in voices.values() if v.speech >= SINGLE_MIN]
+            what = f"one voice each, seeds {args.seeds}"
+        else:
+            recs, what = [conversation(voices, seed) for seed in seeds], f"seeds {args.seeds}"
     encoder = SpeakerEncoder(args.threads)
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)
     turns.embed_windows(warm, [(0.0, turns.WINDOW)], encoder)
+    turns.cluster(np.eye(3, 256))  # and scikit-learn's import
 
-    convs = [conversation(voices, seed) for seed in seeds]
     der = functools.partial(DiarizationErrorRate, skip_overlap=False)
-    runs = [Run(d, m, der(collar=0.5), der(), {}, {}) for d, m in settings]
+    metrics = (
+        {"collar": der(collar=0.5), "no overlap": der(collar=0.5, skip_overlap=True), "bare": der()} for _ in settings
+    )
+    runs = [Run(d, m, kinds, {}, {}) for (d, m), kinds in zip(settings, metrics)]
     vad_time = embed_time = 0.0
-    for conv in convs:
+    for rec in recs:
         started = time.perf_counter()
-        regions = speech_map(conv.audio, VadOptions(), args.threads).regions
+        regions = speech_map(rec.audio, VadOptions(), args.threads).regions
         vad_time += time.perf_counter() - started
         started = time.perf_counter()
         spans = turns.windows(regions, args.step)
-        embeddings = turns.embed_windows(conv.audio, spans, encoder)
+        embeddings = turns.embed_windows(rec.audio, spans, encoder)
         embedded = time.perf_counter() - started
         embed_time += embedded
+        count = len(rec.voices) if args.given else None
         for run in runs:
             started = time.perf_counter()
-            with tuned(args.step, run.distance, run.min_share):
-                labels = turns.cluster(embeddings, len(conv.voices) if args.given else None)
-                found = turns.turns_from(regions, spans, labels)
+            labels = turns.cluster(embeddings, count, run.distance, run.min_share)
+            found = turns.turns_from(regions, spans, labels, args.step)
             run.turns_time += embedded + time.perf_counter() - started
-            reference, hypothesis, uem = annotations(conv, found)
-            run.parts[conv.seed] = run.metric(reference, hypothesis, uem=uem, detailed=True)
-            run.bare(reference, hypothesis, uem=uem)
-            run.found[conv.seed] = len(hypothesis.labels())
+            if defaults and rec is recs[0] and run is runs[0]:  # the steps above are what the pipeline does
+                pipeline = turns.speaker_turns(rec.audio, regions, encoder, turns.TurnOptions(count))
+                assert pipeline == found, "the benchmark's steps differ from speaker_turns at the defaults"
+            reference, hypothesis, uem = annotations(rec, found)
+            m = run.metrics
+            run.parts[rec.name] = tuple(m[k](reference, hypothesis, uem=uem, detailed=True) for k in m if k != "bare")
+            m["bare"](reference, hypothesis, uem=uem)
+            run.found[rec.name] = len(hypothesis.labels())
 
-    minutes = sum(c.duration for c in convs) / 60
-    mode = "given" if args.given else "found"
+    minutes = sum(r.duration for r in recs) / 60
     print(f"CPU: {cpu().describe()}")
-    said = sum(b - a for c in convs for p in c.pieces for a, b in p.speech)
-    print(f"seeds {args.seeds}: {len(convs)} conversations, {minutes:.1f} min; speakers {mode}; step {args.step} s")
-    print(
-        f"reference speech {said / 60:.1f} min, {100 * runs[0].metric['total'] / said:.0f} % of it outside the collars"
-    )
+    said = sum(b - a for r in recs for a, b, _ in r.speech)
+    mode = "given" if args.given else "found"
+    print(f"{what}: {len(recs)} recordings, {minutes:.1f} min; speakers {mode}; step {args.step} s")
+    print(f"reference speech {said / 60:.1f} min, {100 * runs[0].metrics['collar']['total'] / said:.0f} % of it "
+          "outside the collars")  # fmt: skip
     if len(runs) == 1:
-        print_conversations(convs, runs[0])
-    print("\n| step | distance | min share | DER | missed | false alarm | confusion | DER, no collar | count right | "
-          "found - true |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+        print_recordings(recs, runs[0])
+    print("\n| step | distance | min share | DER | missed | false alarm | confusion | DER, overlap skipped | "
+          "DER, no collar | count right | found - true |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
-        total = run.metric["total"]
-        parts = [100 * run.metric[k] / total for k in ("missed detection", "false alarm", "confusion")]
-        right = np.mean([run.found[c.seed] == len(c.voices) for c in convs])
-        off = " ".join(f"{run.found[c.seed] - len(c.voices):+d}" for c in convs)
-        print(f"| {args.step} | {run.distance} | {run.min_share} | {100 * abs(run.metric):.1f} % | "
-              f"{parts[0]:.1f} % | {parts[1]:.1f} % | {parts[2]:.1f} % | {100 * abs(run.bare):.1f} % | "
-              f"{100 * right:.0f} % | {off} |")  # fmt: skip
+        m = run.metrics
+        parts = [100 * m["collar"][k] / m["collar"]["total"] for k in ("missed detection", "false alarm", "confusion")]
+        right = np.mean([run.found[r.name] == len(r.voices) for r in recs])
+        off = " ".join(f"{run.found[r.name] - len(r.voices):+d}" for r in recs)
+        print(f"| {args.step} | {run.distance} | {run.min_share} | {100 * abs(m['collar']):.1f} % | "
+              f"{parts[0]:.1f} % | {parts[1]:.1f} % | {parts[2]:.1f} % | {100 * abs(m['no overlap']):.1f} % | "
+              f"{100 * abs(m['bare']):.1f} % | {100 * right:.0f} % | {off} |")  # fmt: skip
     turns_time = runs[0].turns_time
     clustering = (turns_time - embed_time) / minutes
     print(f"\nPer minute of audio: detector {vad_time / minutes:.2f} s; turns {turns_time / minutes:.2f} s "
           f"(embedding {embed_time / minutes:.2f} s, clustering {clustering:.3f} s)")  # fmt: skip
+    if args.cues:
+        print_cues(recs, args.threads)
 
 
-def print_conversations(convs: list[Conversation], run: Run) -> None:
-    print("\n| seed | min | voices (* says little) | turns | under 1 s | least share | speakers found / true | "
-          "DER | missed | false alarm | confusion |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for conv in convs:
-        parts = run.parts[conv.seed]
+def print_recordings(recs: list[Recording], run: Run) -> None:
+    print("\n| recording | min | voices (* says little) | turns | under 1 s | least share | overlapped | "
+          "speakers found / true | DER | missed | false alarm | confusion | DER, overlap skipped |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for rec in recs:
+        parts, skipped = run.parts[rec.name]
         total = parts["total"]
-        lengths = [p.speech[-1][1] - p.speech[0][0] for p in conv.pieces]
-        names = ", ".join(v + ("*" if v == conv.rare else "") for v in conv.voices)
-        least = min(conv.share(v) for v in conv.voices)
-        print(f"| {conv.seed} | {conv.duration / 60:.1f} | {names} | {len(lengths)} | "
-              f"{100 * np.mean(np.array(lengths) < 1):.0f} % | {100 * least:.1f} % | "
-              f"{run.found[conv.seed]} / {len(conv.voices)} | {100 * parts['diarization error rate']:.1f} % | "
+        lengths = np.array([b - a for a, b, _ in rec.turns])
+        names = ", ".join(v + ("*" if v == rec.rare else "") for v in rec.voices)
+        said = Counter()
+        for a, b, v in rec.speech:
+            said[v] += b - a
+        least = min(said.values()) / sum(said.values())
+        reference, _, _ = annotations(rec, [])
+        overlapped = reference.get_overlap().duration() / reference.get_timeline().support().duration()
+        print(f"| {rec.name} | {rec.duration / 60:.1f} | {names} | {len(lengths)} | "
+              f"{100 * np.mean(lengths < 1):.0f} % | {100 * least:.1f} % | {100 * overlapped:.0f} % | "
+              f"{run.found[rec.name]} / {len(rec.voices)} | {100 * parts['diarization error rate']:.1f} % | "
               f"{100 * parts['missed detection'] / total:.1f} % | {100 * parts['false alarm'] / total:.1f} % | "
-              f"{100 * parts['confusion'] / total:.1f} % |")  # fmt: skip
+              f"{100 * parts['confusion'] / total:.1f} % | {100 * skipped['diarization error rate']:.1f} % |")  # fmt: skip
+
+
+def print_cues(recs: list[Recording], threads: int) -> None:
+    """Transcribe each recording with speakers auto and check its cues (see the module docstring)."""
+    from pipeline.jobs import subtitle_audio
+    from pipeline.model import ModelOptions, load_model
+    from pipeline.segment import CueRules
+    from pipeline.transcribe import TranscribeOptions
+    from pipeline.turns import TurnOptions
+
+    model = load_model(ModelOptions(threads=threads))
+    subtitle_audio(np.zeros(SAMPLE_RATE, np.float32), model, TranscribeOptions(language=None), CueRules())  # warm
+    rows, wall, processor = [], time.perf_counter(), time.process_time()
+    for rec in recs:
+        result = subtitle_audio(rec.audio, model, TranscribeOptions(language=None), CueRules(), speakers=TurnOptions())
+        rows.append((rec.name, result.info.language, cue_check(rec, result.cues)))
+    wall, processor = time.perf_counter() - wall, time.process_time() - processor
+    rows.append(("all", "", sum((got for _, _, got in rows), Counter())))
+    print("\n| recording | language | cues | with a speaker | judged | spanning a change of speaker | "
+          "carrying their speaker |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for name, language, got in rows:
+        judged = max(got["judged"], 1)
+        print(f"| {name} | {language} | {got['cues']} | {100 * got['speaker'] / max(got['cues'], 1):.0f} % | "
+              f"{got['judged']} | {got['spanning']} ({100 * got['spanning'] / judged:.0f} %) | "
+              f"{100 * got['carrying'] / judged:.0f} % |")  # fmt: skip
+    minutes = sum(r.duration for r in recs) / 60
+    print(f"\nTranscription with speakers: {wall / minutes:.1f} s per minute of audio ({wall:.0f} s in all; "
+          f"CPU time {processor:.0f} s, {processor / minutes:.1f} s per minute)")  # fmt: skip
 
 
 def _seed_range(part: str) -> list[int]:
