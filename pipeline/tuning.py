@@ -378,6 +378,13 @@ TURN_DISTANCE = 0.45
 # windows stays" (larger).
 TURN_MIN_SHARE = 0.05
 
+# Windows clustered at most; beyond it an even sample of this many is clustered and every other window joins the
+# nearest centroid. Agglomerative clustering holds all pairwise distances: 7,200 windows (an hour of speech) took 600
+# MB and 4.9 s. Larger: more memory and time on long recordings (they grow with its square). Smaller: a speaker who
+# says little may fall between the samples.
+# Pinned by: test_cluster_of_a_long_recording_is_bounded (twice this many windows: the sample gives each its voice).
+TURN_MAX_CLUSTERED = 3000
+
 # --- speaker labels in the cues (pipeline/subtitles.py: shown; tests/test_subtitles.py) ------------------------------
 
 # Seconds from the start of one speaker's cue to the start of the next speaker's, within which the two are shown as

@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.errors import OptionError
 from pipeline.speakers import HOP, PARTIAL_FRAMES, SAMPLE_RATE, SpeakerEncoder, leveled, power_mel
-from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_STEP
+from pipeline.tuning import TURN_DISTANCE, TURN_MAX_CLUSTERED, TURN_MIN_SHARE, TURN_STEP
 
 WINDOW = PARTIAL_FRAMES * HOP / SAMPLE_RATE  # 1.6 s
 
@@ -88,7 +88,16 @@ def cluster(
     from sklearn.cluster import AgglomerativeClustering
 
     model = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average", distance_threshold=distance)
-    labels = _fold_small(embeddings, model.fit_predict(embeddings), min_share)
+    if n <= TURN_MAX_CLUSTERED:
+        labels = model.fit_predict(embeddings)
+    else:  # memory grows with the square of the windows: an even sample is clustered, the rest join its centroids
+        sample = np.linspace(0, n - 1, TURN_MAX_CLUSTERED).round().astype(int)
+        found = model.fit_predict(embeddings[sample])
+        centroids = np.stack([embeddings[sample][found == k].mean(axis=0) for k in range(found.max() + 1)])
+        centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+        labels = (embeddings @ centroids.T).argmax(axis=1)
+        labels[sample] = found
+    labels = _fold_small(embeddings, labels, min_share)
     if speakers is not None:
         found = sorted(set(labels.tolist()))
         if len(found) > speakers:  # the clusters' centroids merged, by the same linkage, into `speakers`
@@ -96,7 +105,7 @@ def cluster(
             merge = AgglomerativeClustering(n_clusters=speakers, metric="cosine", linkage="average")
             into = dict(zip(found, merge.fit_predict(centroids).tolist()))
             labels = np.array([into[k] for k in labels.tolist()])
-        elif len(found) < speakers:  # fewer voices than asked for: the windows themselves split that many ways
+        elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:  # fewer voices than asked for: the windows split
             labels = AgglomerativeClustering(
                 n_clusters=min(speakers, n), metric="cosine", linkage="average"
             ).fit_predict(embeddings)

@@ -140,3 +140,18 @@ def test_four_voices_found(speakers):
     assert all(len(found) == 1 for found in owner.values()), owner  # a voice is always the same speaker
     assert len({next(iter(found)) for found in owner.values()}) == 4  # and four voices are four speakers
     assert len({turn.speaker for turn in turns}) == 4
+
+
+def test_cluster_of_a_long_recording_is_bounded():
+    """Twice TURN_MAX_CLUSTERED windows of three voices (one with a tenth of them): an even sample is clustered and
+    the rest join its voices; every window still goes to its own voice."""
+    from pipeline.tuning import TURN_MAX_CLUSTERED
+
+    n = 2 * TURN_MAX_CLUSTERED
+    rng = np.random.default_rng(1)
+    truth = rng.permutation(np.repeat([0, 1, 2], [n // 2, n // 2 - n // 10, n // 10]))
+    centres = np.linalg.qr(rng.standard_normal((256, 3)))[0].T
+    windows = centres[truth] + rng.standard_normal((n, 256)) * 0.04  # each about 0.8 alike to its voice's centre
+    labels = cluster(windows / np.linalg.norm(windows, axis=1, keepdims=True))
+    assert len(set(labels.tolist())) == 3
+    assert all(len(set(labels[truth == k].tolist())) == 1 for k in range(3))
