@@ -415,7 +415,7 @@ def main() -> None:
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)
     turns.embed_windows(warm, [(0.0, turns.WINDOW)], encoder)
-    turns.cluster(np.eye(3, 256))  # and scikit-learn's import
+    turns.cluster(np.eye(3, 256))  # and SciPy's import
 
     der = functools.partial(DiarizationErrorRate, skip_overlap=False)
     metrics = (

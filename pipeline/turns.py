@@ -1,12 +1,12 @@
 """Speaker turns: who speaks when, from speaker embeddings of the detected speech, clustered.
 
 The speech regions (pipeline/vad.py) are covered by 1.6-s windows every TURN_STEP seconds; each window is embedded
-(pipeline/speakers.py: GE2E, on OpenVINO) and the windows are clustered by cosine distance with scikit-learn's
-agglomerative clustering (average linkage) until the closest two clusters are TURN_DISTANCE apart. Clusters holding
-under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a stretch of noise is not
-a speaker), as pyannote does; when the number of speakers is given, the clusters left are merged into that many. Each stretch of
-speech then belongs to the speaker of the windows centred in it; a turn changes halfway between two windows of
-different speakers. Speakers are numbered in the order they first speak.
+(pipeline/speakers.py: GE2E, on OpenVINO) and the windows are clustered by cosine distance with SciPy's agglomerative
+clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two clusters are TURN_DISTANCE
+apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a
+stretch of noise is not a speaker), as pyannote does; when the number of speakers is given, the clusters left are
+merged into that many. Each stretch of speech then belongs to the speaker of the windows centred in it; a turn changes
+halfway between two windows of different speakers. Speakers are numbered in the order they first speak.
 """
 
 from __future__ import annotations
@@ -85,14 +85,11 @@ def cluster(
         return np.zeros(0, int)
     if n == 1 or speakers == 1:
         return np.zeros(n, int)
-    from sklearn.cluster import AgglomerativeClustering
-
-    model = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average", distance_threshold=distance)
     if n <= TURN_MAX_CLUSTERED:
-        labels = model.fit_predict(embeddings)
+        labels = _agglomerative(embeddings, distance=distance)
     else:  # memory grows with the square of the windows: an even sample is clustered, the rest join its centroids
         sample = np.linspace(0, n - 1, TURN_MAX_CLUSTERED).round().astype(int)
-        found = model.fit_predict(embeddings[sample])
+        found = _agglomerative(embeddings[sample], distance=distance)
         centroids = np.stack([embeddings[sample][found == k].mean(axis=0) for k in range(found.max() + 1)])
         centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
         labels = (embeddings @ centroids.T).argmax(axis=1)
@@ -102,15 +99,23 @@ def cluster(
         found = sorted(set(labels.tolist()))
         if len(found) > speakers:  # the clusters' centroids merged, by the same linkage, into `speakers`
             centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
-            merge = AgglomerativeClustering(n_clusters=speakers, metric="cosine", linkage="average")
-            into = dict(zip(found, merge.fit_predict(centroids).tolist()))
+            into = dict(zip(found, _agglomerative(centroids, count=speakers).tolist()))
             labels = np.array([into[k] for k in labels.tolist()])
         elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:  # fewer voices than asked for: the windows split
-            labels = AgglomerativeClustering(
-                n_clusters=min(speakers, n), metric="cosine", linkage="average"
-            ).fit_predict(embeddings)
+            labels = _agglomerative(embeddings, count=min(speakers, n))
     order = {label: i for i, label in enumerate(dict.fromkeys(labels.tolist()))}
     return np.array([order[label] for label in labels.tolist()])
+
+
+def _agglomerative(points: np.ndarray, distance: float | None = None, count: int | None = None) -> np.ndarray:
+    """Labels 0, 1, ... of agglomerative clustering by cosine distance, average linkage (SciPy's, as pyannote's
+    clustering uses): merged until the closest two clusters are `distance` apart, or into `count` clusters."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    tree = linkage(np.asarray(points, dtype=np.float64), method="average", metric="cosine")
+    if count is not None:
+        return fcluster(tree, t=count, criterion="maxclust") - 1
+    return fcluster(tree, t=distance, criterion="distance") - 1
 
 
 def _fold_small(embeddings: np.ndarray, labels: np.ndarray, min_share: float = TURN_MIN_SHARE) -> np.ndarray:

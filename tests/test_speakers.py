@@ -91,7 +91,7 @@ SAME = [
 def encoder():
     from pipeline.speakers import SpeakerEncoder
 
-    return SpeakerEncoder(threads=2)
+    return SpeakerEncoder(threads=2, precision="f32")  # (compared with PyTorch's embeddings)
 
 
 @pytest.mark.slow
