@@ -423,6 +423,7 @@ def main() -> None:
     )
     runs = [Run(d, m, kinds, {}, {}) for (d, m), kinds in zip(settings, metrics)]
     vad_time = embed_time = 0.0
+    apart = []
     for rec in recs:
         started = time.perf_counter()
         regions = speech_map(rec.audio, VadOptions(), args.threads).regions
@@ -432,6 +433,7 @@ def main() -> None:
         embeddings = turns.embed_windows(rec.audio, spans, encoder)
         embedded = time.perf_counter() - started
         embed_time += embedded
+        apart.append(separation(rec, spans, embeddings))
         count = len(rec.voices) if args.given else None
         for run in runs:
             started = time.perf_counter()
@@ -471,8 +473,41 @@ def main() -> None:
     clustering = (turns_time - embed_time) / minutes
     print(f"\nPer minute of audio: detector {vad_time / minutes:.2f} s; turns {turns_time / minutes:.2f} s "
           f"(embedding {embed_time / minutes:.2f} s, clustering {clustering:.3f} s)")  # fmt: skip
+    apart = [a for a in apart if a is not None]
+    if apart:
+        within, between, closest = (np.array(x) for x in zip(*apart))
+        print(
+            f"Cosine distance of the windows wholly in one voice ({len(apart)} recordings with two such voices): "
+            f"within a voice {within.mean():.2f}, between voices {between.mean():.2f}; the closest two voices of a "
+            f"recording (average linkage) {closest.min():.2f}-{closest.max():.2f}, median {np.median(closest):.2f}"
+        )
     if args.cues:
         print_cues(recs, args.threads)
+
+
+def separation(rec: Recording, spans: list, embeddings: np.ndarray) -> tuple[float, float, float] | None:
+    """How far apart the voices are for the encoder: the mean cosine distance between windows of one voice and of
+    two, and between the closest two voices, over the windows that lie in one reference voice (80 % or more of the
+    window, nobody else in it). None when fewer than two voices have such windows."""
+    who = []
+    for a, b in spans:
+        said: dict[str, float] = defaultdict(float)
+        for s, e, voice in rec.speech:
+            said[voice] += max(0.0, min(b, e) - max(a, s))
+        heard = [v for v, t in said.items() if t > 0]
+        who.append(heard[0] if len(heard) == 1 and said[heard[0]] >= 0.8 * (b - a) else None)
+    keep = [i for i, v in enumerate(who) if v is not None]
+    labels = np.array([who[i] for i in keep])
+    if len(set(labels.tolist())) < 2:
+        return None
+    distance = 1 - embeddings[keep] @ embeddings[keep].T
+    same = labels[:, None] == labels[None, :]
+    upper = np.triu(np.ones_like(same), 1)
+    voices = sorted(set(labels.tolist()))
+    closest = min(
+        distance[np.ix_(labels == x, labels == y)].mean() for i, x in enumerate(voices) for y in voices[i + 1 :]
+    )
+    return float(distance[same & upper].mean()), float(distance[~same & upper].mean()), float(closest)
 
 
 def print_recordings(recs: list[Recording], run: Run) -> None:
