@@ -51,7 +51,7 @@ from pipeline.model import ModelOptions, resolve_precision
 from pipeline.outputs import write_outputs, zip_outputs
 from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
 from pipeline.segment import CueRules
-from pipeline.subtitles import format_timestamp
+from pipeline.subtitles import Labels, format_timestamp
 from pipeline.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 from pipeline.transcribe import LANGUAGES
 from pipeline.turns import turn_options
@@ -314,7 +314,7 @@ class SubtitleApp:
                     if not event.files:
                         raise SubtitleError(event.failed[0].message)
                     log.info("job %s: done in %.1f s (%d failed)", job_dir.name, took, len(event.failed))
-                    final = self._final(event, job_dir, several, took, spec.labels)
+                    final = self._final(event, job_dir, several, took, spec.shown_labels)
                     # Gradio reads the last yield's files again after the generator returns, then serves its copies
                     timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
                     timer.daemon = True
@@ -350,7 +350,7 @@ class SubtitleApp:
 
             threading.Thread(target=close, name="subtitle-job-close").start()
 
-    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float, labels: str) -> tuple:
+    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float, labels: Labels) -> tuple:
         first = result.files[0]
         languages = [LANGUAGES.get(f.result.info.language, "").title() for f in result.files]  # ("und": given cues)
         about = _about([f.source for f in result.files], languages)

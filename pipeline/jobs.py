@@ -35,7 +35,7 @@ from pipeline.plan import check_disk, check_job, plan_job, video_room
 from pipeline.render import CJK_LANGUAGES, PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, LABELS, clean_cues, parse, read_subtitles
+from pipeline.subtitles import FORMATS, Labels, clean_cues, parse, read_subtitles
 from pipeline.timings import stage, timed
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 from pipeline.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
@@ -69,8 +69,7 @@ class JobSpec:
     labels: str = "dashes"  # how a change of speaker shows in the cues' text (pipeline.subtitles.LABELS)
 
     def __post_init__(self):
-        if self.labels not in LABELS:
-            raise OptionError("labels", f"Unknown speaker labels {self.labels!r}: use {', '.join(LABELS)}")
+        Labels(self.labels)  # (checks it)
         object.__setattr__(self, "inputs", tuple(self.inputs))
         if not self.inputs:
             raise OptionError("inputs", "Upload a video or audio file, or paste a link, first")
@@ -83,6 +82,11 @@ class JobSpec:
             object.__setattr__(self, "transcribe", replace(self.transcribe, word_timestamps=True))
         if self.subtitles is not None and len(self.inputs) != 1:
             raise OptionError("subtitles", "Existing subtitles go with exactly one video")
+
+    @property
+    def shown_labels(self) -> Labels:
+        """How the files show speakers: the labels asked for, dialogue cues within the job's cue rules."""
+        return Labels(self.labels, self.rules or CueRules())
 
 
 @dataclass(frozen=True)
@@ -383,7 +387,8 @@ class _Job:
         # a file's own name is kept as it is (it is a name on this file system already); a page title is made one
         stem = unique_stem(Path(source.title).stem if isinstance(item, Path) else title_stem(source.title), self.stems)
         outputs = []
-        for path in write_outputs(result, spec.formats, self.out_dir, stem, spec.labels):
+        labels = spec.shown_labels
+        for path in write_outputs(result, spec.formats, self.out_dir, stem, labels):
             written.append(path)
             outputs.append(path)
             self.emit(FileWritten(i, path))
@@ -404,7 +409,7 @@ class _Job:
                 self.stop,
                 self.policy.threads,
                 video_room(self.out_dir, self.policy, self.spent),
-                spec.labels,
+                labels,
             )
             self._spend(burned, written)
             outputs.append(burned)
@@ -414,7 +419,7 @@ class _Job:
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
                                 media, self.stop, video_room(self.out_dir, self.policy, self.spent),
-                                spec.labels)  # fmt: skip
+                                labels)  # fmt: skip
                 self._spend(path, written)
                 outputs.append(path)
                 self.emit(FileWritten(i, path))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import OptionError
 from pipeline.files import atomic_path
-from pipeline.subtitles import FORMATS, render
+from pipeline.subtitles import FORMATS, Labels, render
 from pipeline.timings import timed
 
 if TYPE_CHECKING:  # (pipeline.jobs imports this module)
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # (pipeline.jobs imports this module)
 
 @timed("write")
 def write_outputs(
-    result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str, labels: str = "none"
+    result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str, labels: Labels | str = Labels()
 ) -> list[Path]:
     """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path); `labels`: how speakers
     show in the text (pipeline.subtitles.LABELS)."""

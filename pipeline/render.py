@@ -28,7 +28,7 @@ from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
 from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
 from pipeline.segment import CJK, Cue
-from pipeline.subtitles import clean_cues, dialogue, shown, to_srt
+from pipeline.subtitles import Labels, clean_cues, dialogue, shown, to_srt
 
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
@@ -109,7 +109,12 @@ def font_files() -> dict[str, Path]:
 
 
 def to_ass(
-    cues: Sequence[Cue], width: int, height: int, style: Style = Style(), language: str = "en", labels: str = "none"
+    cues: Sequence[Cue],
+    width: int,
+    height: int,
+    style: Style = Style(),
+    language: str = "en",
+    labels: Labels | str = Labels(),
 ) -> str:
     """An ASS script drawing the cues on a `width` x `height` video, speakers shown as `labels` says
     (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour. Pure: text in, text out."""
@@ -172,7 +177,7 @@ def burn(
     stop: threading.Event | None = None,
     threads: int = 0,
     max_bytes: int | None = None,
-    labels: str = "none",
+    labels: Labels | str = Labels(),
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
     `threads`: the encoder's threads (0: x264's own choice, every core; a server shares its cores among its jobs).
@@ -240,7 +245,7 @@ def mux_soft(
     media: MediaInfo | None = None,
     stop: threading.Event | None = None,
     max_bytes: int | None = None,
-    labels: str = "none",
+    labels: Labels | str = Labels(),
 ) -> Path:
     """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
     `media`: the video's probe, when the caller has it already. `max_bytes`: as for burn."""

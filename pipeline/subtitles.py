@@ -11,10 +11,10 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pipeline.errors import SubtitleError
+from pipeline.errors import OptionError, SubtitleError
 from pipeline.segment import Cue, CueRules
 from pipeline.tuning import DIALOGUE_LEAD
 
@@ -78,22 +78,32 @@ def clean_cues(cues: Iterable[Cue], duration: float | None = None) -> list[Cue]:
     return out
 
 
-def shown(cues: Sequence[Cue], labels: str = "none", rules: CueRules | None = None) -> list[tuple[Cue, ...]]:
+@dataclass(frozen=True)
+class Labels:
+    """How a change of speaker shows in the text of cues that carry speakers."""
+
+    kind: str = "none"  # one of LABELS
+    rules: CueRules = CueRules()  # what a dialogue cue keeps: the length of its lines, its time on screen
+
+    def __post_init__(self):
+        if self.kind not in LABELS:
+            raise OptionError("labels", f"Unknown speaker labels {self.kind!r}: use {', '.join(LABELS)}")
+
+
+def shown(cues: Sequence[Cue], labels: Labels | str = Labels()) -> list[tuple[Cue, ...]]:
     """The cues as they are shown, each a tuple of the cues it is made of: one, or two for a dialogue cue. With
-    `labels` "dashes", a cue and the next one of another speaker are one dialogue cue (`dialogue`) when each is one
+    labels "dashes", a cue and the next one of another speaker are one dialogue cue (`dialogue`) when each is one
     line that fits with its dash, the second starts within DIALOGUE_LEAD seconds of the first, and the two together
     last at most max_duration. With "names", a cue whose speaker is not the one before's starts with "Name: ".
     Cues without a speaker are shown as they are."""
-    if labels not in LABELS:
-        raise ValueError(f"unknown speaker labels {labels!r}")
-    rules = rules or CueRules()
+    labels = Labels(labels) if isinstance(labels, str) else labels
     out: list[tuple[Cue, ...]] = []
     before = None
     for cue in cues:
-        if labels == "names" and cue.speaker is not None and cue.speaker != before:
+        if labels.kind == "names" and cue.speaker is not None and cue.speaker != before:
             cue = replace(cue, text=f"{cue.speaker}: {cue.text}")
         before = cue.speaker
-        if labels == "dashes" and out and len(out[-1]) == 1 and _pairs(out[-1][0], cue, rules):
+        if labels.kind == "dashes" and out and len(out[-1]) == 1 and _pairs(out[-1][0], cue, labels.rules):
             out[-1] = (out[-1][0], cue)
         else:
             out.append((cue,))
@@ -115,7 +125,7 @@ def dialogue(group: tuple[Cue, ...]) -> Cue:
     return replace(group[0], end=group[-1].end, text=text, words=None)
 
 
-def to_srt(cues: Sequence[Cue], duration: float | None = None, labels: str = "none") -> str:
+def to_srt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | str = Labels()) -> str:
     blocks = [
         f"{i}\n{format_timestamp(s.start)} --> {format_timestamp(s.end)}\n{srt_text(s.text)}\n"
         for i, s in enumerate((dialogue(g) for g in shown(clean_cues(cues, duration), labels)), start=1)
@@ -123,7 +133,7 @@ def to_srt(cues: Sequence[Cue], duration: float | None = None, labels: str = "no
     return "\n".join(blocks)
 
 
-def to_vtt(cues: Sequence[Cue], duration: float | None = None, labels: str = "none") -> str:
+def to_vtt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | str = Labels()) -> str:
     """WebVTT; a cue with a speaker is a voice span (<v Speaker 1>), each line of a dialogue cue its own."""
     blocks = []
     for group in shown(clean_cues(cues, duration), labels):
@@ -153,10 +163,11 @@ def vtt_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def to_txt(cues: Sequence[Cue], duration: float | None = None, labels: str = "none") -> str:
+def to_txt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | str = Labels()) -> str:
     """A line per cue; with speakers (and labels), a paragraph per turn, starting with "Speaker 1: "."""
     cues = clean_cues(cues, duration)
-    if labels == "none" or all(c.speaker is None for c in cues):
+    labels = Labels(labels) if isinstance(labels, str) else labels
+    if labels.kind == "none" or all(c.speaker is None for c in cues):
         return "".join(f"{' '.join(s.text.splitlines())}\n" for s in cues)
     turns: list[list[Cue]] = []
     for cue in cues:
@@ -190,7 +201,7 @@ def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
     )
 
 
-def render(fmt: str, cues: Sequence[Cue], language: str, duration: float, labels: str = "none") -> str:
+def render(fmt: str, cues: Sequence[Cue], language: str, duration: float, labels: Labels | str = Labels()) -> str:
     """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show (LABELS)."""
     if fmt == "srt":
         return to_srt(cues, duration, labels)

@@ -274,3 +274,14 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
     assert {line[3 : line.index(">")] for line in vtt.splitlines() if line.startswith("<v ")} == set().union(
         *found.values()
     )
+
+
+def test_a_dialogue_cue_keeps_the_jobs_own_cue_rules():
+    """Lines of 14 characters with their dashes: one dialogue cue under the default 42 characters a line, two cues
+    when the job's rules allow 13, or 1.5 s on screen."""
+    from pipeline.subtitles import Labels
+
+    cues = [cue(0, 1.2, "How are you?", A), cue(1.4, 2.2, "Fine.", B)]
+    assert len(shown(cues, Labels("dashes"))) == 1
+    assert len(shown(cues, Labels("dashes", CueRules(max_line_chars=13)))) == 2
+    assert len(shown(cues, Labels("dashes", CueRules(max_duration=1.5)))) == 2
