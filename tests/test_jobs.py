@@ -79,6 +79,10 @@ def test_options_are_normalised_where_they_are_built(given, means):
          {"vad": False, "batch_size": 4, "max_line_chars": 37, "max_cps": 17, "precision": "f32"}),
         (["--no-cue-rules", "--initial-prompt", "OpenVINO", "--no-condition-on-previous-text"],
          {"cue_rules": False, "initial_prompt": "OpenVINO", "condition_on_previous_text": False}),
+        (["--speakers", "auto", "--speaker-labels", "names"], {"speakers": "auto", "speaker_labels": "names"}),
+        (["--speakers", "3", "--speaker-labels", "none", "--burn", "--speaker-colours"],
+         {"speakers": "3", "speaker_labels": "none", "burn_in": "full", "speaker_colours": True}),
+        (["--speakers", "off"], {"speakers": "off"}),
     ],
 )  # fmt: skip
 def test_the_page_and_the_cli_build_the_same_job(argv, form):
