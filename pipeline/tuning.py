@@ -353,8 +353,8 @@ EARLY = 0.15
 LATE = 0.3
 
 # --- speaker turns (pipeline/turns.py; tests/test_turns.py) ----------------------------------------------------------
-# Chosen on the speaker-turn benchmark's development seeds (python benchmarks/speakers.py --distance ... --min-share
-# ...: seeds 1-10, 3-5 voices, 45 % of turns under 1 s), never on its held-out seeds 101-110; see docs/speakers.md.
+# Chosen by the speaker-turn benchmark (benchmarks/speakers.py) on its development set only; how, and the figures:
+# docs/speakers.md.
 
 # Seconds between the starts of two 1.6-s windows embedded over the speech. Larger: fewer windows to embed (cheaper),
 # turns placed more coarsely and a short turn (under a second) covered by fewer windows. Smaller: more windows, each
@@ -366,7 +366,7 @@ TURN_STEP = 0.5
 # Cosine distance (1 - similarity) at which agglomerative clustering (average linkage) stops merging, when the number
 # of speakers is not given. Larger: two voices alike are taken for one speaker. Smaller: one voice is split into two
 # speakers (its loud and quiet stretches, its laughs).
-# Dev seeds, DER / count right: 0.4: 8.3 % / 40 %; 0.45: 6.5 % / 90 %; 0.5: 19.7 % / 10 % (the optimum is narrow).
+# The optimum is narrow: 0.05 either side finds the wrong number of speakers far more often (docs/speakers.md).
 # Pinned by: test_cluster rows "two voices 0.5 apart: two speakers" (larger) and "one voice, spread 0.3: one
 # speaker" (smaller).
 TURN_DISTANCE = 0.45
