@@ -537,13 +537,12 @@ def subtitle_file(
 
 def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:
     """The segments with each word's speaker, and each segment's (the one that says most of it)."""
-    out = []
-    for seg in segments:
-        words = seg.words
-        if words:
-            names = speakers_of(turns, [(w.start, w.end) for w in words])
-            words = tuple(replace(w, speaker=name) for w, name in zip(words, names))
-        out.append(replace(seg, words=words, speaker=speakers_of(turns, [(seg.start, seg.end)])[0]))
+    words = [(w.start, w.end) for seg in segments for w in seg.words or ()]
+    names = speakers_of(turns, words + [(seg.start, seg.end) for seg in segments])  # (one search of the turns)
+    of_words, out = iter(names[: len(words)]), []
+    for seg, name in zip(segments, names[len(words) :]):
+        said = tuple(replace(w, speaker=next(of_words)) for w in seg.words) if seg.words else seg.words
+        out.append(replace(seg, words=said, speaker=name))
     return out
 
 

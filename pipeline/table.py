@@ -57,10 +57,7 @@ def table_to_subtitles(cells: list[tuple[str, str, str, str]]) -> str:
 def table_cells(table) -> list[tuple[str, str, str, str]]:
     """(start, end, speaker, text) of each row of the cue table that holds anything. Columns go by the table's
     headers (Start, End, Speaker, Text; a File column is left out); a table without headers is Start, End, Text."""
-    if isinstance(table, dict | None):
-        headers, rows = (table or {}).get("headers") or [], (table or {}).get("data", []) or []
-    else:
-        headers, rows = list(table.columns), table.values.tolist()
+    headers, rows = _headers_and_rows(table)
     if len(rows) > MAX_CUES:
         raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
     rows = [[str(v if v is not None else "").strip() for v in r] for r in rows if any(str(v).strip() for v in r)]
@@ -80,11 +77,15 @@ def rename_speaker(table, old: str, new: str) -> dict:
     old, new = " ".join((old or "").split()), " ".join((new or "").split())
     if not new or len(new) > MAX_NAME_CHARS:
         raise SubtitleError(f"Give the speaker a name of 1 to {MAX_NAME_CHARS} characters")
-    if isinstance(table, dict | None):
-        headers, rows = list((table or {}).get("headers") or []), [list(r) for r in (table or {}).get("data") or []]
-    else:
-        headers, rows = list(table.columns), table.values.tolist()
+    headers, rows = _headers_and_rows(table)
     if "Speaker" not in headers or not any(r[headers.index("Speaker")] == old for r in rows):
         raise SubtitleError(f"No cue has the speaker {old!r}: type a name from the Speaker column")
     at = headers.index("Speaker")
     return {"headers": headers, "data": [[*r[:at], new if r[at] == old else r[at], *r[at + 1 :]] for r in rows]}
+
+
+def _headers_and_rows(table) -> tuple[list[str], list[list]]:
+    """The table's headers and rows, as Gradio gives it (a DataFrame) or the API does (a dict; None: empty)."""
+    if isinstance(table, dict | None):
+        return list((table or {}).get("headers") or []), [list(r) for r in (table or {}).get("data") or []]
+    return list(table.columns), table.values.tolist()

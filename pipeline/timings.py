@@ -14,7 +14,7 @@ import time
 from contextlib import nullcontext
 
 STARTED = time.perf_counter()  # (pipeline/__init__.py imports this module first: the start of the imports)
-ORDER = ("imports", "model load", "audio", "detector", "language", "decode", "word timing", "cues", "write")
+ORDER = ("imports", "model load", "audio", "detector", "language", "decode", "word timing", "speakers", "cues", "write")
 INNER = ("encoder", "decoder", "aligner")  # counted inside the stages above
 
 _enabled = False
