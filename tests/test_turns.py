@@ -68,12 +68,12 @@ def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
 @pytest.mark.parametrize(
     ("make", "speakers", "expected"),
     [
-        # two voices 0.5 apart: two speakers
-        (lambda rng: two_voices_apart(rng, 0.5), None, [0] * 10 + [1] * 10),
-        (lambda rng: two_voices_apart(rng, 0.3), None, [0] * 20),  # too alike: one
-        (lambda rng: two_voices_apart(rng, 0.3), 2, [0] * 10 + [1] * 10),  # unless two are asked for
-        # one voice, spread 0.3: one speaker
-        (lambda rng: voices(rng, [(6, 0.3)]), None, [0] * 6),
+        # two voices 0.75 apart: two speakers
+        (lambda rng: two_voices_apart(rng, 0.75), None, [0] * 10 + [1] * 10),
+        (lambda rng: two_voices_apart(rng, 0.65), None, [0] * 20),  # too alike: one
+        (lambda rng: two_voices_apart(rng, 0.65), 2, [0] * 10 + [1] * 10),  # unless two are asked for
+        # one voice, spread 0.6: one speaker
+        (lambda rng: voices(rng, [(6, 0.6)]), None, [0] * 6),
         # a stray window joins the nearest voice (3 of 80 windows, far from both voices)
         (lambda rng: voices(rng, [(50, 0.0), (27, 0.0), (3, 0.0)]), None, None),
         # a voice with a tenth of the windows stays (6 of 100: above 5 %)
@@ -81,7 +81,7 @@ def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
         # two asked for, three stray windows beside two voices: the strays join a voice, not a speaker of their own
         (lambda rng: voices(rng, [(50, 0.0), (27, 0.0), (3, 0.0)]), 2, None),
         # three voices found, two asked for: the two closest merge
-        (lambda rng: np.concatenate([two_voices_apart(rng, 0.5), voices(rng, [(10, 0.0)])]), 2, [0] * 20 + [1] * 10),
+        (lambda rng: np.concatenate([two_voices_apart(rng, 0.75), voices(rng, [(10, 0.0)])]), 2, [0] * 20 + [1] * 10),
         (lambda rng: voices(rng, [(3, 0.0), (1, 0.0)]), 1, [0] * 4),
         (lambda rng: voices(rng, [(1, 0.0)]), None, [0]),
     ],
