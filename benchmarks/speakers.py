@@ -24,7 +24,7 @@ Our turns run on the detector's regions (pipeline.vad.speech_map), with the numb
 with --given, given. The score is pyannote.metrics' DiarizationErrorRate(collar=0.5): the whole width around each
 reference boundary, so +-0.25 s, md-eval's "0.25-s collar" of the issue. Missed speech, false alarm and confusion
 are shares of the scored reference speech (less the collars; the DER without a collar is beside it). The count found
-is compared with the true one. The time of the detector and of the turns (windows, embedding, clustering: what
+is compared with the true one. The time of the detector and of the turns (windows, embedding, clustering, placing: what
 speaker_turns does) is per minute of audio on the CPU named; compare within one run.
 
 --cues also runs the pipeline as a user does (pipeline.jobs.subtitle_audio, speakers auto, the default model, the
@@ -62,7 +62,7 @@ from pipeline import turns  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media import SAMPLE_RATE, load_audio  # noqa: E402
 from pipeline.speakers import SpeakerEncoder  # noqa: E402
-from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_STEP, TURN_WINDOW  # noqa: E402
+from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
 from pipeline.vad import VadOptions, speech_map  # noqa: E402
 
 DEV_SEEDS = tuple(range(1, 11))
@@ -430,16 +430,17 @@ def main() -> None:
         vad_time += time.perf_counter() - started
         started = time.perf_counter()
         spans = turns.windows(regions, args.step)
-        embeddings = encoder.embed_spans(rec.audio, spans)
-        embedded = time.perf_counter() - started
-        embed_time += embedded
+        embedded = encoder.embed_windows(rec.audio, spans, TURN_PART, TURN_PART_HOP)
+        embeddings = embedded.whole
+        took = time.perf_counter() - started
+        embed_time += took
         apart.append(separation(rec, spans, embeddings))
         count = len(rec.voices) if args.given else None
         for run in runs:
             started = time.perf_counter()
             labels = turns.cluster(embeddings, count, run.distance, run.min_share)
-            found = turns.turns_from(regions, spans, labels, args.step)
-            run.turns_time += embedded + time.perf_counter() - started
+            found = turns.turns_of(regions, spans, embedded, labels, args.step)
+            run.turns_time += took + time.perf_counter() - started
             if defaults and rec is recs[0] and run is runs[0]:  # the steps above are what the pipeline does
                 pipeline = turns.speaker_turns(rec.audio, regions, encoder, turns.TurnOptions(count))
                 assert pipeline == found, "the benchmark's steps differ from speaker_turns at the defaults"
@@ -472,7 +473,7 @@ def main() -> None:
     turns_time = runs[0].turns_time
     clustering = (turns_time - embed_time) / minutes
     print(f"\nPer minute of audio: detector {vad_time / minutes:.2f} s; turns {turns_time / minutes:.2f} s "
-          f"(embedding {embed_time / minutes:.2f} s, clustering {clustering:.3f} s)")  # fmt: skip
+          f"(embedding {embed_time / minutes:.2f} s, clustering and placing {clustering:.3f} s)")  # fmt: skip
     apart = [a for a in apart if a is not None]
     if apart:
         within, between, closest = (np.array(x) for x in zip(*apart))

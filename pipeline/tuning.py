@@ -379,6 +379,24 @@ TURN_STEP = 0.5
 # speaker" (smaller).
 TURN_DISTANCE = 0.70
 
+# Seconds of a window pooled into each part that votes for a voice when turns are placed, and seconds between two
+# parts (pipeline/speakers.py: the parts are pooled from the window's frames, so they cost no encoder call). Shorter
+# parts: a change of speaker placed closer, but each vote noisier; longer: a short turn (a word or two) outvoted by
+# its neighbours. 0.2-0.6 s gave the same cues on the dev seeds (docs/speakers.md).
+# Pinned by: test_part_offsets (every row); test_turns_of row "a voice in the middle of a region".
+TURN_PART = 0.4
+TURN_PART_HOP = 0.2
+
+# Seconds: the steps in which a turn change is placed. Smaller: finer, more steps to vote on; larger: coarser turns.
+# Pinned by: test_stepped (every row).
+TURN_RESOLUTION = 0.1
+
+# Seconds: a run of steps given to one voice shorter than this joins a neighbour. Larger: short turns (a "yes") are
+# lost; smaller: a noisy vote makes a turn of its own, and a cue is cut around it.
+# Pinned by: test_merge_short_runs rows "a 0.2-s run joins the neighbour it favours" (smaller) and "a 0.3-s run
+# stays" (larger).
+TURN_MIN_RUN = 0.3
+
 # Share of the windows under which a cluster is no speaker of its own and its windows go to the nearest larger cluster
 # (a cough, a laugh, noise). Larger: a speaker who says little is merged into another. Smaller: stray windows become
 # speakers of their own.

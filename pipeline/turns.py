@@ -5,8 +5,11 @@ window is embedded (pipeline/speakers.py: CAM++, on OpenVINO) and the windows ar
 SciPy's agglomerative clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two
 clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a
 stretch of noise is not a speaker), as pyannote does; when the number of speakers is given, the clusters left are
-merged into that many. Each stretch of speech then belongs to the speaker of the windows centred in it; a turn changes
-halfway between two windows of different speakers. Speakers are numbered in the order they first speak.
+merged into that many. Then the turns are placed finer than the windows: each speaker's voice is the mean of its
+windows, parts of TURN_PART seconds of every window (pooled from the frames the encoder computed for the window, at
+no extra cost) vote for the voice they are closest to, each TURN_RESOLUTION-second step of speech goes to the voice
+its votes favour, and runs shorter than TURN_MIN_RUN join a neighbour. Speakers are numbered in the order they first
+speak.
 """
 
 from __future__ import annotations
@@ -19,8 +22,18 @@ from functools import cache
 import numpy as np
 
 from pipeline.errors import OptionError
-from pipeline.speakers import SpeakerEncoder
-from pipeline.tuning import TURN_DISTANCE, TURN_MAX_CLUSTERED, TURN_MIN_SHARE, TURN_STEP, TURN_WINDOW
+from pipeline.speakers import Embedded, SpeakerEncoder
+from pipeline.tuning import (
+    TURN_DISTANCE,
+    TURN_MAX_CLUSTERED,
+    TURN_MIN_RUN,
+    TURN_MIN_SHARE,
+    TURN_PART,
+    TURN_PART_HOP,
+    TURN_RESOLUTION,
+    TURN_STEP,
+    TURN_WINDOW,
+)
 
 
 @dataclass(frozen=True)
@@ -115,38 +128,100 @@ def _fold_small(embeddings: np.ndarray, labels: np.ndarray, min_share: float = T
     return np.where(np.isin(labels, large), labels, nearest)
 
 
-def turns_from(
+def turns_of(
     regions: list[tuple[float, float]] | tuple,
-    spans: list[tuple[float, float]],
+    spans: Sequence[tuple[float, float]],
+    embedded: Embedded,
     labels: np.ndarray,
     step: float = TURN_STEP,
+    resolution: float = TURN_RESOLUTION,
+    min_run: float = TURN_MIN_RUN,
 ) -> list[Turn]:
-    """The speech regions cut where the speaker changes (`spans`, `labels`: windows(regions, step) and their
-    speakers).
-    Within a region each instant belongs to the window whose centre is nearest, so a turn changes halfway between
-    the centres of two windows of different speakers."""
-    turns: list[Turn] = []
-    first = 0
-    for a, b in regions:
-        count = len(windows([(a, b)], step))
-        centres = [(s + e) / 2 for s, e in spans[first : first + count]]
-        speakers = [int(k) for k in labels[first : first + count]]
-        first += count
-        cuts, owners = [a], [speakers[0]]
-        for i in range(1, count):
-            if speakers[i] != speakers[i - 1]:
-                cuts.append(min(max((centres[i - 1] + centres[i]) / 2, a), b))
-                owners.append(speakers[i])
-        cuts.append(b)
-        for s, e, speaker in zip(cuts, cuts[1:], owners):
-            if e <= s:
-                continue
-            if turns and turns[-1].speaker == speaker and s - turns[-1].end < 1e-9:
-                turns[-1] = Turn(turns[-1].start, round(e, 3), speaker)
-            else:
-                turns.append(Turn(round(s, 3), round(e, 3), speaker))
-    assert first == len(spans), "spans are not windows(regions, step)"
-    return turns
+    """The speech regions cut where the speaker changes. Each speaker's voice is the mean of the embeddings of its
+    windows (`spans`: windows(regions, step); `labels`: their speakers); each part of a window votes, with its cosine similarity to every voice, for
+    the instants in the middle half of the part; each `resolution`-second step of a region goes to the voice with
+    the highest mean vote, and a run of steps shorter than `min_run` seconds joins the neighbour whose voice its votes
+    favour. Speakers are numbered in the order they first speak."""
+    if not len(spans):
+        return []
+    speakers = sorted(set(labels.tolist()))
+    voices = np.stack([embedded.whole[labels == k].mean(axis=0) for k in speakers])
+    voices /= np.linalg.norm(voices, axis=1, keepdims=True)
+    counts = [len(windows([region], step)) for region in regions]
+    assert sum(counts) == len(spans), "spans are not windows(regions, step)"
+    region_of = np.repeat(np.arange(len(regions)), counts)
+    if len(embedded.parts):
+        times, votes, window_of = embedded.part_times, embedded.parts @ voices.T, embedded.part_of
+        reach = TURN_PART / 4
+    else:  # (no parts: each window votes as a whole)
+        times, votes, window_of = (
+            np.array([(s + e) / 2 for s, e in spans]),
+            embedded.whole @ voices.T,
+            np.arange(len(spans)),
+        )
+        reach = step / 2
+    out: list[Turn] = []
+    for r, (a, b) in enumerate(regions):
+        mine = region_of[window_of] == r
+        owners = merge_short_runs(
+            stepped(a, b, times[mine], votes[mine], reach, resolution), max(1, round(min_run / resolution))
+        )
+        for first, last, owner in runs(owners):
+            start, end = round(a + first * resolution, 3), round(min(a + last * resolution, b), 3)
+            speaker = speakers[owner]
+            if out and out[-1].speaker == speaker and start - out[-1].end < 1e-9:
+                out[-1] = Turn(out[-1].start, end, speaker)
+            elif end > start:
+                out.append(Turn(start, end, speaker))
+    order = {speaker: i for i, speaker in enumerate(dict.fromkeys(t.speaker for t in out))}
+    return [Turn(t.start, t.end, order[t.speaker]) for t in out]
+
+
+def stepped(
+    a: float, b: float, times: np.ndarray, votes: np.ndarray, reach: float, resolution: float = TURN_RESOLUTION
+) -> np.ndarray:
+    """(steps, voices): the mean of the votes (one row per time in `times`, seconds) that reach each `resolution`-
+    second step of [a, b] (a vote reaches the steps whose start is within `reach` of its time, and at least the
+    step it falls in); a step no vote reaches takes the nearest step's."""
+    steps = max(1, int(np.ceil((b - a) / resolution - 1e-9)))
+    total, count = np.zeros((steps, votes.shape[1] if votes.ndim == 2 else 1)), np.zeros(steps)
+    for t, vote in zip(times, votes):
+        centre = int(np.clip((t - a) / resolution, 0, steps - 1))
+        low = int(np.clip(np.ceil((t - reach - a) / resolution - 1e-9), 0, centre))
+        high = int(np.clip(np.floor((t + reach - a) / resolution + 1e-9), centre, steps - 1))
+        total[low : high + 1] += vote
+        count[low : high + 1] += 1
+    filled = np.flatnonzero(count)
+    if not len(filled):
+        return total
+    nearest = filled[np.abs(filled[None, :] - np.arange(steps)[:, None]).argmin(axis=1)]
+    return total[nearest] / count[nearest][:, None]
+
+
+def runs(labels: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(first, end, label) of each run of equal labels."""
+    out, first = [], 0
+    for i in range(1, len(labels) + 1):
+        if i == len(labels) or labels[i] != labels[first]:
+            out.append((first, i, int(labels[first])))
+            first = i
+    return out
+
+
+def merge_short_runs(votes: np.ndarray, min_steps: int) -> np.ndarray:
+    """Each step's voice (the highest vote), then, shortest first, every run under `min_steps` steps given to the
+    neighbouring run whose voice its votes favour, until none is left (or one run is)."""
+    labels = votes.argmax(axis=1)
+    while True:
+        found = runs(labels)
+        short = [i for i, (first, end, _) in enumerate(found) if end - first < min_steps]
+        if len(found) < 2 or not short:
+            return labels
+        i = min(short, key=lambda i: found[i][1] - found[i][0])
+        first, end, _ = found[i]
+        sums = votes[first:end].sum(axis=0)
+        neighbours = [found[j][2] for j in (i - 1, i + 1) if 0 <= j < len(found)]
+        labels[first:end] = max(neighbours, key=lambda k: sums[k])
 
 
 def speaker_name(speaker: int) -> str:
@@ -186,8 +261,8 @@ def speaker_turns(
 ) -> list[Turn]:
     """Who speaks when in 16-kHz audio whose speech is in `regions` (seconds)."""
     spans = windows(regions)
-    labels = cluster(encoder.embed_spans(audio, spans), options.speakers)
-    return turns_from(regions, spans, labels)
+    embedded = encoder.embed_windows(audio, spans, TURN_PART, TURN_PART_HOP)
+    return turns_of(regions, spans, embedded, cluster(embedded.whole, options.speakers))
 
 
 def turn_options(value: str | int | None) -> TurnOptions | None:

@@ -8,7 +8,17 @@ import pytest
 from conftest import clip_path
 
 from pipeline.errors import OptionError
-from pipeline.turns import Turn, TurnOptions, cluster, speaker_turns, turns_from, windows
+from pipeline.speakers import Embedded, part_offsets
+from pipeline.turns import (
+    Turn,
+    TurnOptions,
+    cluster,
+    merge_short_runs,
+    speaker_turns,
+    stepped,
+    turns_of,
+    windows,
+)
 
 
 @pytest.mark.parametrize(
@@ -29,19 +39,91 @@ def test_windows(regions, spans):
 
 
 @pytest.mark.parametrize(
-    ("regions", "labels", "turns"),
+    ("votes", "min_steps", "labels"),
     [
-        # the turn changes halfway between the centres of the last window of one voice and the first of the next
-        ([(0.0, 3.0)], [0, 0, 1, 1], [Turn(0.0, 1.55, 0), Turn(1.55, 3.0, 1)]),
-        ([(0.0, 3.0)], [0, 0, 0, 0], [Turn(0.0, 3.0, 0)]),
-        ([(0.0, 3.0)], [0, 1, 1, 0], [Turn(0.0, 1.05, 0), Turn(1.05, 2.0, 1), Turn(2.0, 3.0, 0)]),
-        # two regions: a turn each, the pause between them nobody's
-        ([(0.0, 2.0), (5.0, 5.5)], [0, 0, 1], [Turn(0.0, 2.0, 0), Turn(5.0, 5.5, 1)]),
-        ([(0.0, 2.0), (5.0, 5.5)], [0, 0, 0], [Turn(0.0, 2.0, 0), Turn(5.0, 5.5, 0)]),
+        # a 0.2-s run joins the neighbour it favours (two steps of 0.1 s, under three)
+        ([[1, 0, 0]] * 4 + [[0, 1, 0.5]] * 2 + [[0, 0, 1]] * 4, 3, [0] * 4 + [2] * 6),
+        ([[1, 0, 0]] * 4 + [[0.5, 1, 0]] * 2 + [[0, 0, 1]] * 4, 3, [0] * 6 + [2] * 4),
+        # a 0.3-s run stays
+        ([[1, 0]] * 4 + [[0, 1]] * 3 + [[1, 0]] * 4, 3, [0] * 4 + [1] * 3 + [0] * 4),
+        # the shortest goes first: the one-step run joins, then the run it made long enough stays
+        ([[1, 0]] * 3 + [[0, 1]] * 2 + [[1, 0]] + [[0, 1]] * 3, 3, [0] * 3 + [1] * 6),
+        ([[0, 1]] * 2, 3, [1, 1]),  # one run, however short, stays
+        ([[0, 1], [1, 0]], 3, None),  # two short runs: one voice for both (either)
     ],
 )
-def test_turns_from(regions, labels, turns):
-    assert turns_from(regions, windows(regions), np.array(labels)) == turns
+def test_merge_short_runs(votes, min_steps, labels):
+    got = merge_short_runs(np.array(votes, float), min_steps).tolist()
+    if labels is None:
+        assert len(set(got)) == 1
+    else:
+        assert got == labels
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "times", "votes", "reach", "expected"),
+    [
+        # each vote reaches the steps within 0.1 s of its time; steps reached by two take their mean
+        (0.0, 0.5, [0.1, 0.3], [[1, 0], [0, 1]], 0.1, [[1, 0], [1, 0], [0.5, 0.5], [0, 1], [0, 1]]),
+        # a step no vote reaches takes the nearest reached step's votes
+        (0.0, 0.6, [0.05], [[1, 0]], 0.0, [[1, 0]] * 6),
+        (2.0, 2.3, [2.25], [[0, 1]], 0.0, [[0, 1]] * 3),
+        # votes outside the region count for its first or last step
+        (1.0, 1.2, [0.7, 1.5], [[1, 0], [0, 1]], 0.0, [[1, 0], [0, 1]]),
+    ],
+)
+def test_stepped(a, b, times, votes, reach, expected):
+    got = stepped(a, b, np.array(times), np.array(votes, float), reach, resolution=0.1)
+    np.testing.assert_allclose(got, np.array(expected, float))
+
+
+@pytest.mark.parametrize(
+    ("frames", "offsets"),
+    [
+        (79, [0, 10, 20, 30, 40, 50, 59]),  # a 1.6-s window: 0.4-s parts every 0.2 s, the last ending with it
+        (30, [0, 10]),
+        (20, [0]),  # as long as a part: one
+        (5, [0]),  # shorter: one, all of it
+    ],
+)
+def test_part_offsets(frames, offsets):
+    assert part_offsets(frames, 0.4, 0.2) == offsets
+
+
+def embedded(spans, voice_of_part, dims=4):
+    """Embedded windows whose parts (every 0.1 s through each window, one-hot voices) say who speaks, and whose
+    whole embedding is the voice of the window's middle part."""
+    eye = np.eye(dims)
+    whole, parts, times, of = [], [], [], []
+    for i, (s, e) in enumerate(spans):
+        middles = np.arange(s + 0.05, e, 0.1)
+        voices = [voice_of_part(t) for t in middles]
+        whole.append(eye[voices[len(voices) // 2]])
+        parts += [eye[v] for v in voices]
+        times += list(middles)
+        of += [i] * len(middles)
+    return Embedded(np.reshape(whole, (-1, dims)), np.reshape(parts, (-1, dims)), np.array(times), np.array(of, int))
+
+
+@pytest.mark.parametrize(
+    ("regions", "voice_at", "turns"),
+    [
+        # a voice in the middle of a region: its turn is found to the step, finer than the windows
+        ([(0.0, 5.0)], lambda t: 1 if 2.0 <= t < 3.0 else 0, [Turn(0.0, 2.0, 0), Turn(2.0, 3.0, 1), Turn(3.0, 5.0, 0)]),
+        ([(0.0, 3.0)], lambda t: 0, [Turn(0.0, 3.0, 0)]),
+        # a 0.2-s blip is no turn of its own
+        ([(0.0, 5.0)], lambda t: 1 if 2.0 <= t < 2.2 else 0, [Turn(0.0, 5.0, 0)]),
+        # two regions: a turn each, the pause between them nobody's; speakers numbered as they first speak
+        ([(0.0, 2.0), (5.0, 5.5)], lambda t: 2 if t < 3 else 1, [Turn(0.0, 2.0, 0), Turn(5.0, 5.5, 1)]),
+        ([(0.0, 2.0), (5.0, 5.5)], lambda t: 1, [Turn(0.0, 2.0, 0), Turn(5.0, 5.5, 0)]),
+        ([], lambda t: 0, []),
+    ],
+)
+def test_turns_of(regions, voice_at, turns):
+    spans = windows(regions)
+    found = embedded(spans, voice_at)
+    labels = found.whole.argmax(axis=1)
+    assert turns_of(regions, spans, found, labels) == turns
 
 
 def voices(rng, spec: list[tuple[int, float]], dims: int = 256) -> np.ndarray:
