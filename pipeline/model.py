@@ -522,11 +522,16 @@ def compiled_cache_dir(precision: Precision, threads: int) -> Path:
     the precision hint out (a bf16 compile loaded the f32 blob of the same IR and crashed), and a blob compiled for
     one CPU's instruction sets must not be loaded on another, so each gets its own folder; the hints are part of its
     name, so a precision whose hints change (int8's encoder) never loads a blob compiled for the old ones."""
+    hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
+    return compiled_dir(f"{precision.name}-{hints}-{threads}t")
+
+
+def compiled_dir(name: str) -> Path:
+    """The folder of compiled blobs `name` (the models, hints and thread count) on this CPU and OpenVINO version."""
     from convert.export import cache_root
 
     machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
-    hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
-    return cache_root() / "compiled" / f"{machine}-{precision.name}-{hints}-{threads}t"
+    return cache_root() / "compiled" / f"{machine}-{name}"
 
 
 def _glibc():

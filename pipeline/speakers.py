@@ -90,6 +90,7 @@ class SpeakerEncoder:
 
         from convert.speaker import ensure_speaker_ir, pooling_weights
         from pipeline.cpu import cpu
+        from pipeline.model import compiled_dir
 
         if precision == "auto":
             precision = "bf16" if cpu().has_bf16 else "f32"
@@ -98,7 +99,10 @@ class SpeakerEncoder:
             "INFERENCE_NUM_THREADS": threads,
             "INFERENCE_PRECISION_HINT": precision,
         }
-        self.compiled = ov.Core().compile_model(ensure_speaker_ir() / "speaker.xml", "CPU", config)
+        ir = ensure_speaker_ir()
+        core = ov.Core()  # compiled blobs on disk, as Whisper's (pipeline.model.compiled_cache_dir says why per hint)
+        core.set_property({"CACHE_DIR": str(compiled_dir(f"{ir.name}-{precision}-{threads}t"))})
+        self.compiled = core.compile_model(ir / "speaker.xml", "CPU", config)
         self.weight, self.mean, self.deviation = pooling_weights()
         self._requests = threading.local()
 
@@ -127,10 +131,7 @@ class SpeakerEncoder:
         together, BATCH at a time."""
         whole = np.zeros((len(spans), WIDTH), np.float32)
         parts: list[tuple[int, np.ndarray, np.ndarray]] = []  # (window, middles, embeddings)
-        inputs = []
-        for start, end in spans:
-            first = max(int(round(start * SAMPLE_RATE)), 0)
-            inputs.append(features(audio[first : max(int(round(end * SAMPLE_RATE)), first + 1)]))
+        inputs = window_features(audio, spans)
         by_length: dict[int, list[int]] = {}
         for i, frames in enumerate(inputs):
             by_length.setdefault(len(frames), []).append(i)
@@ -162,6 +163,29 @@ class SpeakerEncoder:
     def embed(self, samples: np.ndarray) -> np.ndarray:
         """An utterance's embedding (192,), in one pass over all of it."""
         return self.pool(self.frames(features(samples)[None]))[0]
+
+
+def window_features(audio: np.ndarray, spans: Sequence[tuple[float, float]]) -> list[np.ndarray]:
+    """features() of each (start, end) stretch of the audio (seconds). Stretches that overlap the one before share
+    the fbank of their union (its frames are computed once); each takes the frames from the one nearest its start
+    (a start between two 10-ms frames moves by at most 5 ms), as many as its own length gives."""
+    bounds = [(max(int(round(a * SAMPLE_RATE)), 0), min(int(round(b * SAMPLE_RATE)), len(audio))) for a, b in spans]
+    bounds = [(first, max(last, first + 1)) for first, last in bounds]
+    out: list[np.ndarray] = []
+    i = 0
+    while i < len(bounds):
+        j = i + 1
+        while j < len(bounds) and bounds[i][0] <= bounds[j][0] < bounds[j - 1][1]:
+            j += 1  # (overlapping the one before, in order)
+        first = bounds[i][0]
+        banks = fbank(audio[first : max(last for _, last in bounds[i:j])])
+        for start, end in bounds[i:j]:
+            frames = 1 + max(end - start - FRAME, 0) // SHIFT
+            offset = min(int(round((start - first) / SHIFT)), len(banks) - frames)
+            part = banks[offset : offset + frames]
+            out.append(part - part.mean(axis=0, keepdims=True))
+        i = j
+    return out
 
 
 def part_offsets(frames: int, part: float, hop: float) -> list[int]:

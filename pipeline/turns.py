@@ -184,13 +184,16 @@ def stepped(
     second step of [a, b] (a vote reaches the steps whose start is within `reach` of its time, and at least the
     step it falls in); a step no vote reaches takes the nearest step's."""
     steps = max(1, int(np.ceil((b - a) / resolution - 1e-9)))
-    total, count = np.zeros((steps, votes.shape[1] if votes.ndim == 2 else 1)), np.zeros(steps)
-    for t, vote in zip(times, votes):
-        centre = int(np.clip((t - a) / resolution, 0, steps - 1))
-        low = int(np.clip(np.ceil((t - reach - a) / resolution - 1e-9), 0, centre))
-        high = int(np.clip(np.floor((t + reach - a) / resolution + 1e-9), centre, steps - 1))
-        total[low : high + 1] += vote
-        count[low : high + 1] += 1
+    votes = np.asarray(votes, dtype=np.float64).reshape(len(times), -1)
+    times = np.asarray(times, dtype=np.float64)
+    centre = np.clip(((times - a) / resolution).astype(int), 0, steps - 1)
+    low = np.clip(np.ceil((times - reach - a) / resolution - 1e-9).astype(int), 0, centre)
+    high = np.clip(np.floor((times + reach - a) / resolution + 1e-9).astype(int), centre, steps - 1)
+    change = np.zeros((steps + 1, votes.shape[1]))  # each vote added from its low step to its high one, by sums
+    np.add.at(change, low, votes)
+    np.add.at(change, high + 1, -votes)
+    total = np.cumsum(change, axis=0)[:steps]
+    count = np.cumsum(np.bincount(low, minlength=steps + 1) - np.bincount(high + 1, minlength=steps + 1))[:steps]
     filled = np.flatnonzero(count)
     if not len(filled):
         return total

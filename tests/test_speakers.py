@@ -11,7 +11,7 @@ import torch
 from conftest import clip_path
 
 from pipeline.media import load_audio
-from pipeline.speakers import N_BANKS, N_FFT, SAMPLE_RATE, fbank, features, mel_banks
+from pipeline.speakers import N_BANKS, N_FFT, SAMPLE_RATE, fbank, features, mel_banks, window_features
 
 
 @pytest.mark.parametrize(
@@ -63,6 +63,26 @@ def test_fbank_of_a_tone(hz):
     banks = fbank(np.sin(2 * np.pi * hz * t).astype(np.float32) * 0.5)
     centre = mel_banks()[:, banks[50].argmax()].argmax() * SAMPLE_RATE / N_FFT
     assert abs(centre - hz) < 0.1 * hz + 40  # the bank around the tone holds its energy
+
+
+@pytest.mark.parametrize(
+    ("spans", "used"),
+    [
+        # overlapping windows share one fbank: each gets exactly its own features
+        ([(0.0, 1.6), (1.0, 2.6), (1.4, 3.0)], [(0.0, 1.6), (1.0, 2.6), (1.4, 3.0)]),
+        # a start between two 10-ms frames takes the nearest frame (at most 5 ms off), its length its own
+        ([(0.0, 1.6), (0.504, 2.104)], [(0.0, 1.6), (0.5, 2.1)]),
+        ([(0.0, 1.6), (5.0, 6.6)], [(0.0, 1.6), (5.0, 6.6)]),  # apart: each its own
+        ([(8.9, 10.5)], [(8.9, 9.6575)]),  # cut at the audio's end (9.6575 s)
+        ([(0.0, 1.0), (0.5, 1.1)], [(0.0, 1.0), (0.5, 1.1)]),  # a shorter one inside the union
+    ],
+)
+def test_window_features(spans, used):
+    audio = load_audio(clip_path("en_ljs_LJ001-0001"))[: int(9.6575 * SAMPLE_RATE)]
+    got = window_features(audio, spans)
+    for features_got, (a, b) in zip(got, used, strict=True):
+        expected = features(audio[int(round(a * SAMPLE_RATE)) : int(round(b * SAMPLE_RATE))])
+        assert features_got.shape == expected.shape and np.abs(features_got - expected).max() < 1e-4
 
 
 @pytest.fixture(scope="module")

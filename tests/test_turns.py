@@ -24,8 +24,9 @@ from pipeline.turns import (
 @pytest.mark.parametrize(
     ("regions", "spans"),
     [
-        # a long region: every 0.5 s, the last one ending with it
-        ([(0.0, 3.0)], [(0.0, 1.6), (0.5, 2.1), (1.0, 2.6), (1.4, 3.0)]),
+        # a long region: every 1 s, the last one ending with it
+        ([(0.0, 3.0)], [(0.0, 1.6), (1.0, 2.6), (1.4, 3.0)]),
+        ([(0.0, 4.6)], [(0.0, 1.6), (1.0, 2.6), (2.0, 3.6), (3.0, 4.6)]),
         ([(2.0, 2.6)], [(1.5, 3.1)]),  # shorter than a window: one, centred on it
         ([(0.2, 0.6)], [(0.0, 1.6)]),  # (not before the recording's start)
         ([(1.0, 2.6)], [(1.0, 2.6)]),  # exactly a window
