@@ -501,18 +501,27 @@ def subtitle_audio(
     if rules is not None:  # cues are cut from timed words
         options = replace(options, word_timestamps=True)
     segments, info = transcribe(audio, model, options, progress)
+    turns: Future | None = None
+    stop = threading.Event()  # set when the decoding fails or is cancelled: the turns are not finished for nothing
+    if speakers is not None:  # found while whisper decodes: its decoder leaves part of the cores idle
+        regions = info.speech if info.speech is not None else ((0.0, info.duration),)
+        finder = ThreadPoolExecutor(1, thread_name_prefix="speaker-turns")
+        turns = finder.submit(_turns_beside, audio, regions, model.threads, speakers, stop)
+        finder.shutdown(wait=False)  # (the thread ends with its work)
     collected = []
-    for segment in segments:
-        collected.append(segment)
-        if on_segment is not None:
-            on_segment(segment, info.duration)
-    if speakers is not None:
+    try:
+        for segment in segments:
+            collected.append(segment)
+            if on_segment is not None:
+                on_segment(segment, info.duration)
+    except BaseException:
+        stop.set()
+        raise
+    if turns is not None:
         if progress is not None:
             progress(1.0)
-        with stage("speakers"):
-            regions = info.speech if info.speech is not None else ((0.0, info.duration),)
-            turns = speaker_turns(audio, regions, speaker_encoder(model.threads), speakers)
-        collected = with_speakers(collected, turns)
+        with stage("speakers"):  # (what is left of them when the decoding is done)
+            collected = with_speakers(collected, turns.result())
     if rules is not None:
         cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
     else:
@@ -533,6 +542,13 @@ def subtitle_file(
     """subtitle_audio for one local media file."""
     media = require_audio(Path(path))
     return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media, speakers)
+
+
+@timed("speakers beside decoding")
+def _turns_beside(audio: np.ndarray, regions, threads: int, speakers: TurnOptions, stop: threading.Event) -> list[Turn]:
+    """speaker_turns on a thread of its own, the encoder loaded there too (its time shows beside the decoding's);
+    it gives up between two encoder calls once `stop` is set."""
+    return speaker_turns(audio, regions, speaker_encoder(threads), speakers, stop)
 
 
 def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:

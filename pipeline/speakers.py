@@ -70,6 +70,10 @@ def features(samples: np.ndarray) -> np.ndarray:
     return banks - banks.mean(axis=0, keepdims=True)
 
 
+class Stopped(Exception):
+    """The work was called off (its caller failed or was cancelled)."""
+
+
 @dataclass(frozen=True)
 class Embedded:
     """Embeddings of windows of speech, and of parts of each window: PART seconds every HOP seconds within it."""
@@ -123,12 +127,17 @@ class SpeakerEncoder:
         return out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
 
     def embed_windows(
-        self, audio: np.ndarray, spans: Sequence[tuple[float, float]], part: float = 0.0, hop: float = 0.0
+        self,
+        audio: np.ndarray,
+        spans: Sequence[tuple[float, float]],
+        part: float = 0.0,
+        hop: float = 0.0,
+        stop: threading.Event | None = None,
     ) -> Embedded:
         """Each (start, end) window of 16-kHz audio (seconds; cut at the audio's end) embedded, and with `part` > 0
         each run of `part` seconds every `hop` seconds in it (the last ending with the window), pooled from the
         window's frames (no further encoder call). Windows of the same number of frames go to the encoder
-        together, BATCH at a time."""
+        together, BATCH at a time. Raises Stopped before an encoder call once `stop` is set."""
         whole = np.zeros((len(spans), WIDTH), np.float32)
         parts: list[tuple[int, np.ndarray, np.ndarray]] = []  # (window, middles, embeddings)
         inputs = window_features(audio, spans)
@@ -138,6 +147,8 @@ class SpeakerEncoder:
         for same in by_length.values():
             for k in range(0, len(same), BATCH):
                 batch = same[k : k + BATCH]
+                if stop is not None and stop.is_set():
+                    raise Stopped("speaker turns no longer wanted")
                 frames = self.frames(np.stack([inputs[i] for i in batch]))
                 whole[batch] = self.pool(frames)
                 if part > 0:

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 
 STARTED = time.perf_counter()  # (pipeline/__init__.py imports this module first: the start of the imports)
 ORDER = ("imports", "model load", "audio", "detector", "language", "decode", "word timing", "speakers", "cues", "write")
-INNER = ("encoder", "decoder", "aligner")  # counted inside the stages above
+INNER = ("encoder", "decoder", "aligner", "speakers beside decoding")  # inside (or beside) the stages above
 
 _enabled = False
 _lock = threading.Lock()

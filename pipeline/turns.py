@@ -15,6 +15,7 @@ speak.
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -260,11 +261,16 @@ def speaker_encoder(threads: int = 0) -> SpeakerEncoder:
 
 
 def speaker_turns(
-    audio: np.ndarray, regions: list[tuple[float, float]] | tuple, encoder: SpeakerEncoder, options=TurnOptions()
+    audio: np.ndarray,
+    regions: list[tuple[float, float]] | tuple,
+    encoder: SpeakerEncoder,
+    options=TurnOptions(),
+    stop: threading.Event | None = None,
 ) -> list[Turn]:
-    """Who speaks when in 16-kHz audio whose speech is in `regions` (seconds)."""
+    """Who speaks when in 16-kHz audio whose speech is in `regions` (seconds). Once `stop` is set, it raises
+    Stopped between two encoder calls."""
     spans = windows(regions)
-    embedded = encoder.embed_windows(audio, spans, TURN_PART, TURN_PART_HOP)
+    embedded = encoder.embed_windows(audio, spans, TURN_PART, TURN_PART_HOP, stop)
     return turns_of(regions, spans, embedded, cluster(embedded.whole, options.speakers))
 
 

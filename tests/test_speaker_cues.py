@@ -285,3 +285,30 @@ def test_a_dialogue_cue_keeps_the_jobs_own_cue_rules():
     assert len(shown(cues, Labels("dashes"))) == 1
     assert len(shown(cues, Labels("dashes", CueRules(max_line_chars=13)))) == 2
     assert len(shown(cues, Labels("dashes", CueRules(max_duration=1.5)))) == 2
+
+
+@pytest.mark.slow
+def test_speaker_turns_stop_with_a_failed_transcription(ov_model, audio):
+    """The turns are found on a thread of their own while whisper decodes; when the decoding fails (a cancelled job),
+    the error comes through and the thread ends (test_embedding_stops_when_told: it gives up at its next encoder
+    call)."""
+    import threading
+    import time
+
+    import numpy as np
+
+    from pipeline.jobs import subtitle_audio
+    from pipeline.transcribe import TranscribeOptions
+    from pipeline.turns import TurnOptions
+
+    speech = np.concatenate([audio("en_ljs_LJ001-0001"), audio("en_jfk")] * 6)  # 2 min
+
+    def cancel(segment, duration):
+        raise KeyboardInterrupt  # what a cancelled job sees
+
+    with pytest.raises(KeyboardInterrupt):
+        subtitle_audio(speech, ov_model, TranscribeOptions(language="en"), CueRules(), cancel, speakers=TurnOptions())
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("speaker-turns") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("speaker-turns")]

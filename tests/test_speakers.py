@@ -134,3 +134,15 @@ def test_a_voice_quieter_or_louder_is_the_same_voice(encoder, gain):
     speech, other = load_audio(clip_path("en_ls_2412-153948-0000")), load_audio(clip_path("en_jfk"))
     scaled = encoder.embed(speech * np.float32(gain))
     assert scaled @ encoder.embed(speech) > 0.85 and scaled @ encoder.embed(other) < 0.3
+
+
+@pytest.mark.slow
+def test_embedding_stops_when_told(encoder):
+    import threading
+
+    from pipeline.speakers import Stopped
+
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Stopped):
+        encoder.embed_windows(load_audio(clip_path("en_jfk")), [(0.0, 1.6), (1.0, 2.6)], 0.4, 0.2, stop)
