@@ -3,13 +3,13 @@
 The speech regions (pipeline/vad.py) are covered by windows of TURN_WINDOW seconds every TURN_STEP seconds; each
 window is embedded (pipeline/speakers.py: CAM++, on OpenVINO) and the windows are clustered by cosine distance with
 SciPy's agglomerative clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two
-clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest large one (a cough, a laugh, a
-stretch of noise is not a speaker), as pyannote does; when the number of speakers is given, the clusters left are
-merged into that many. Then the turns are placed finer than the windows: each speaker's voice is the mean of its
-windows, parts of TURN_PART seconds of every window (pooled from the frames the encoder computed for the window, at
-no extra cost) vote for the voice they are closest to, each TURN_RESOLUTION-second step of speech goes to the voice
-its votes favour, and runs shorter than TURN_MIN_RUN join a neighbour. Speakers are numbered in the order they first
-speak.
+clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest
+large one (a cough, a laugh, a stretch of noise is not a speaker), as pyannote does; when the number of speakers is
+given, the clusters left are merged into that many. Then the turns are placed finer than the windows: each
+speaker's voice is the mean of its windows, parts of TURN_PART seconds of every window (pooled from the frames the
+encoder computed for the window, at no extra cost) vote for the voice they are closest to, each TURN_RESOLUTION-second
+step of speech goes to the voice its votes favour, and runs shorter than TURN_MIN_RUN join a neighbour. Speakers are
+numbered in the order they first speak.
 """
 
 from __future__ import annotations
@@ -139,10 +139,10 @@ def turns_of(
     min_run: float = TURN_MIN_RUN,
 ) -> list[Turn]:
     """The speech regions cut where the speaker changes. Each speaker's voice is the mean of the embeddings of its
-    windows (`spans`: windows(regions, step); `labels`: their speakers); each part of a window votes, with its cosine similarity to every voice, for
-    the instants in the middle half of the part; each `resolution`-second step of a region goes to the voice with
-    the highest mean vote, and a run of steps shorter than `min_run` seconds joins the neighbour whose voice its votes
-    favour. Speakers are numbered in the order they first speak."""
+    windows (`spans`: windows(regions, step); `labels`: their speakers); each part of a window votes, with its cosine
+    similarity to every voice, for the instants in the middle half of the part; each `resolution`-second step of a
+    region goes to the voice with the highest mean vote, and a run of steps shorter than `min_run` seconds joins the
+    neighbour whose voice its votes favour. Speakers are numbered in the order they first speak."""
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
