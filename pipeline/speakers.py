@@ -140,16 +140,16 @@ class SpeakerEncoder:
         together, BATCH at a time. Raises Stopped before an encoder call once `stop` is set."""
         whole = np.zeros((len(spans), WIDTH), np.float32)
         parts: list[tuple[int, np.ndarray, np.ndarray]] = []  # (window, middles, embeddings)
-        inputs = window_features(audio, spans)
         by_length: dict[int, list[int]] = {}
-        for i, frames in enumerate(inputs):
-            by_length.setdefault(len(frames), []).append(i)
+        for i, (first, last) in enumerate(_bounds(audio, spans)):
+            by_length.setdefault(_frame_count(last - first), []).append(i)
         for same in by_length.values():
             for k in range(0, len(same), BATCH):
                 batch = same[k : k + BATCH]
                 if stop is not None and stop.is_set():
                     raise Stopped("speaker turns no longer wanted")
-                frames = self.frames(np.stack([inputs[i] for i in batch]))
+                # (features batch by batch: an hour's windows at once would hold hundreds of MB)
+                frames = self.frames(np.stack(window_features(audio, [spans[i] for i in batch])))
                 whole[batch] = self.pool(frames)
                 if part > 0:
                     offsets = part_offsets(frames.shape[-1], part, hop)
@@ -180,8 +180,7 @@ def window_features(audio: np.ndarray, spans: Sequence[tuple[float, float]]) -> 
     """features() of each (start, end) stretch of the audio (seconds). Stretches that overlap the one before share
     the fbank of their union (its frames are computed once); each takes the frames from the one nearest its start
     (a start between two 10-ms frames moves by at most 5 ms), as many as its own length gives."""
-    bounds = [(max(int(round(a * SAMPLE_RATE)), 0), min(int(round(b * SAMPLE_RATE)), len(audio))) for a, b in spans]
-    bounds = [(first, max(last, first + 1)) for first, last in bounds]
+    bounds = _bounds(audio, spans)
     out: list[np.ndarray] = []
     i = 0
     while i < len(bounds):
@@ -191,12 +190,23 @@ def window_features(audio: np.ndarray, spans: Sequence[tuple[float, float]]) -> 
         first = bounds[i][0]
         banks = fbank(audio[first : max(last for _, last in bounds[i:j])])
         for start, end in bounds[i:j]:
-            frames = 1 + max(end - start - FRAME, 0) // SHIFT
+            frames = _frame_count(end - start)
             offset = min(int(round((start - first) / SHIFT)), len(banks) - frames)
             part = banks[offset : offset + frames]
             out.append(part - part.mean(axis=0, keepdims=True))
         i = j
     return out
+
+
+def _bounds(audio: np.ndarray, spans: Sequence[tuple[float, float]]) -> list[tuple[int, int]]:
+    """Each span's first and end sample in the audio (at least one sample)."""
+    out = [(max(int(round(a * SAMPLE_RATE)), 0), min(int(round(b * SAMPLE_RATE)), len(audio))) for a, b in spans]
+    return [(first, max(last, first + 1)) for first, last in out]
+
+
+def _frame_count(samples: int) -> int:
+    """fbank's frames of a stretch of `samples` (fewer than a frame: zero-padded to one)."""
+    return 1 + max(samples - FRAME, 0) // SHIFT
 
 
 def part_offsets(frames: int, part: float, hop: float) -> list[int]:
