@@ -366,9 +366,8 @@ TURN_WINDOW = 1.6
 # Seconds between the starts of two windows embedded over the speech. The windows are what is clustered; where a
 # turn changes is placed by the parts of each window (TURN_PART below), not by the step. Larger: fewer windows to
 # embed (the cost of speaker turns is the encoder's, per window) and fewer to tell a voice that says little by; an
-# instant no window covers above 1.6 s. Smaller: more encoder calls for the same turns. On the dev seeds 0.5, 0.75
-# and 1.0 s gave the same DER within 0.2 points and the same cues (docs/speakers.md); 1.0 s halves the windows of
-# continuous speech against 0.5.
+# instant no window covers above 1.6 s. Smaller: more encoder calls for the same turns. Steps of 0.5-1.0 s place
+# the same turns (how it was measured: docs/speakers.md); 1.0 s halves the windows of continuous speech against 0.5.
 # Pinned by: test_windows rows "a long region: every 1 s, the last one ending with it" and "two regions".
 TURN_STEP = 1.0
 
@@ -384,7 +383,7 @@ TURN_DISTANCE = 0.70
 # Seconds of a window pooled into each part that votes for a voice when turns are placed, and seconds between two
 # parts (pipeline/speakers.py: the parts are pooled from the window's frames, so they cost no encoder call). Shorter
 # parts: a change of speaker placed closer, but each vote noisier; longer: a short turn (a word or two) outvoted by
-# its neighbours. 0.2-0.6 s gave the same cues on the dev seeds (docs/speakers.md).
+# its neighbours. 0.2-0.6 s gave the same cues (docs/speakers.md).
 # Pinned by: test_part_offsets (every row); test_turns_of row "a voice in the middle of a region".
 TURN_PART = 0.4
 TURN_PART_HOP = 0.2
