@@ -13,7 +13,6 @@ temporary name and renamed; ffmpeg is killed with its whole process group when i
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -21,21 +20,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 from xml.sax.saxutils import escape
 
+from pipeline.ass import (  # noqa: F401 (the look of subtitles lives in pipeline/ass.py; imported from here too)
+    CJK_FONT,
+    CJK_LANGUAGES,
+    LATIN_FONT,
+    SPEAKER_COLOURS,
+    Style,
+    _ass_text,
+    _ass_time,
+    to_ass,
+    wrap_cjk,
+)
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
 from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
-from pipeline.segment import CJK, Cue
-from pipeline.subtitles import Labels, clean_cues, dialogue, shown, to_srt
+from pipeline.segment import Cue
+from pipeline.subtitles import Labels, to_srt
 
-LATIN_FONT = "DejaVu Sans"
-CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
-CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
-# libass sizes text by the font's ascent + descent; Noto CJK's are tall, so at the same size its glyphs come out
-# about a fifth smaller than DejaVu's. Scaled up to look the same size.
-CJK_SCALE = 1.2
 MAX_PIXELS = 1920 * 1080  # burned-in video is at most this big (4K and 8K are scaled down: the encode stays bounded)
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
 WEBM_AUDIO = {"opus", "vorbis"}  # the same for WebM
@@ -48,34 +51,6 @@ AUDIO_RATE = 160_000  # bits per second of the AAC we encode when the audio cann
 PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the preview (the rest is not shown)
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
-# Speakers' colours, in the order the BBC's subtitle guidelines give them: the first speaker keeps the text colour,
-# the next take these in turn (skipping the text colour)
-SPEAKER_COLOURS = ("#FFFFFF", "#FFFF00", "#00FFFF", "#00FF00")
-_COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
-_BREAK_AFTER = set("。，、！？；：」』）)!?,;:. ")
-
-
-@dataclass(frozen=True)
-class Style:
-    font_size: float = 0.055  # text height as a fraction of the video's shorter side (720p landscape: 40 px)
-    position: Literal["bottom", "top"] = "bottom"
-    text_colour: str = "#FFFFFF"
-    outline_colour: str = "#000000"  # the outline, or the box when `box` is on
-    box: bool = False  # a translucent box behind the text instead of an outline
-    margin: float | None = None  # from the edge, as a fraction of the height; None: 6 %, or 15 % for vertical video
-    speaker_colours: bool = False  # each speaker's lines in a colour of their own (SPEAKER_COLOURS), when known
-
-    def __post_init__(self):
-        if self.position not in ("bottom", "top"):
-            raise OptionError("position", f"Unknown position {self.position!r}: use bottom or top")
-        for name in ("text_colour", "outline_colour"):
-            if not _COLOUR.match(getattr(self, name).strip()):
-                raise OptionError(name, f"Colour {getattr(self, name)!r} is not valid: use #RRGGBB, e.g. #FFFFFF")
-        if not 0 < self.font_size <= 0.5:
-            raise OptionError("font_size", "The text size is a fraction of the picture's shorter side: 0 to 0.5")
-        if self.margin is not None and not 0 <= self.margin <= 0.5:
-            raise OptionError("margin", "The margin is a fraction of the picture's height: 0 to 0.5")
-
 
 @dataclass(frozen=True)
 class BurnOptions:
@@ -107,62 +82,6 @@ def font_files() -> dict[str, Path]:
         CJK_FONT: Path(mplfonts.__file__).parent / "fonts" / "NotoSansCJKsc-Regular.otf",
     }
 
-
-def to_ass(
-    cues: Sequence[Cue],
-    width: int,
-    height: int,
-    style: Style = Style(),
-    language: str = "en",
-    labels: Labels | str = Labels(),
-) -> str:
-    """An ASS script drawing the cues on a `width` x `height` video, speakers shown as `labels` says
-    (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour. Pure: text in, text out."""
-    text, outline = _ass_colour(style.text_colour), _ass_colour(style.outline_colour)
-    vertical = height > width
-    size = max(8, round(style.font_size * min(width, height)))
-    margin_v = round((style.margin if style.margin is not None else 0.15 if vertical else 0.06) * height)
-    margin_h = round(0.05 * width)
-    if style.box:  # BorderStyle 3: an opaque box in the outline colour, made translucent by its alpha
-        border_style, border, shadow, outline = 3, max(2, size // 6), 0, "&H40" + outline[4:]
-    else:
-        border_style, border, shadow = 1, max(1.0, size / 16), max(0.5, size / 40)
-    alignment = 2 if style.position == "bottom" else 8  # numpad layout: bottom centre / top centre
-    header = f"""[Script Info]
-ScriptType: v4.00+
-PlayResX: {width}
-PlayResY: {height}
-WrapStyle: 0
-ScaledBorderAndShadow: yes
-YCbCr Matrix: TV.709
-
-[V4+ Styles]
-Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
-Style: Default,{LATIN_FONT},{size},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
-Style: CJK,{CJK_FONT},{round(size * CJK_SCALE)},{text},{text},{outline},&H80000000,0,0,0,0,100,100,0,0,{border_style},{border:.1f},{shadow:.1f},{alignment},{margin_h},{margin_h},{margin_v},1
-
-[Events]
-Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
-"""
-    cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
-    palette = [style.text_colour.upper()] + [c for c in SPEAKER_COLOURS if c != style.text_colour.upper()]
-    colours: dict[str, str] = {}  # each speaker's, in the order they first speak
-    events = []
-    for group in shown(clean_cues(cues), labels):
-        style_name = _style_for(dialogue(group).text, language)
-        parts = []
-        for cue in group:
-            text = f"- {cue.text}" if len(group) > 1 else cue.text
-            text = wrap_cjk(text, cjk_per_line) if style_name == "CJK" else text
-            colour = ""
-            if style.speaker_colours and cue.speaker is not None:
-                rgb = colours.setdefault(cue.speaker, palette[len(colours) % len(palette)])
-                colour = "{\\c&H" + _ass_colour(rgb)[4:] + "&}"  # (\c takes &HBBGGRR&)
-            parts.append(colour + _ass_text(text))
-        start, end = _ass_time(group[0].start), _ass_time(group[-1].end)
-        text = "\\N".join(parts)
-        events.append(f"Dialogue: 0,{start},{end},{style_name},,0,0,0,,{text}")
-    return header + "\n".join(events) + "\n"
 
 
 def burn(
@@ -398,46 +317,3 @@ def _follow(
     if proc.returncode == -signal.SIGKILL:
         raise SubtitleError(f"ffmpeg took longer than {timeout:.0f} s and was stopped")
     return errors[0] if errors else ""
-
-
-def _ass_colour(colour: str) -> str:
-    m = _COLOUR.match(colour.strip())  # (Style checked it)
-    rr, gg, bb = m.group(1)[0:2], m.group(1)[2:4], m.group(1)[4:6]
-    return f"&H00{bb}{gg}{rr}".upper()  # ASS is &HAABBGGRR
-
-
-def _ass_time(seconds: float) -> str:
-    cs = max(0, round(seconds * 100))
-    return f"{cs // 360000}:{cs // 6000 % 60:02d}:{cs // 100 % 60:02d}.{cs % 100:02d}"
-
-
-def wrap_cjk(text: str, per_line: int) -> str:
-    """Break lines longer than `per_line` characters into balanced lines, after punctuation when one is near.
-
-    libass wraps only at spaces, and Chinese and Japanese have none: an unwrapped long cue runs off the picture."""
-    out = []
-    for line in text.splitlines() or [""]:
-        while len(line) > per_line:
-            lines_left = -(-len(line) // per_line)
-            target = -(-len(line) // lines_left)  # balanced: the same length for every line
-            near = [i + 1 for i in range(max(1, target - 4), min(per_line, target + 3)) if line[i] in _BREAK_AFTER]
-            cut = min(near, key=lambda c: abs(c - target), default=target)
-            if cut < len(line) and line[cut] in _BREAK_AFTER and cut < per_line:  # no line starts with punctuation
-                cut += 1
-            out.append(line[:cut].rstrip())
-            line = line[cut:].lstrip()
-        out.append(line)
-    return "\n".join(out)
-
-
-def _style_for(text: str, language: str) -> str:
-    """A cue holding any Chinese/Japanese/Korean character is drawn with the CJK font (libass finds fallback fonts
-    through fontconfig only, never among the `fontsdir` fonts, so the choice is ours)."""
-    return "CJK" if language in CJK_LANGUAGES or CJK.search(text) else "Default"
-
-
-def _ass_text(text: str) -> str:
-    """Cue text as literal ASS text: line breaks become \\N; braces are escaped (libass draws \\{ as {), and a word
-    joiner after each backslash keeps `\\N`, `\\h`, ... in the text from becoming line breaks or spaces."""
-    text = text.replace("\\", "\\\u2060").replace("{", "\\{").replace("}", "\\}")
-    return "\\N".join(line.strip() for line in text.strip().splitlines() if line.strip())

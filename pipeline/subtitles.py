@@ -1,7 +1,12 @@
-"""Subtitle files from cues: SRT, WebVTT, plain text, JSON. Pure functions, text in, text out.
+"""Subtitle files from cues: SRT, WebVTT, plain text, JSON (and ASS: pipeline/ass.py). Pure functions, text in, text
+out.
 
 Every writer first passes the cues through `clean_cues`, which guarantees what players and editors rely on:
 cues are in order, never go backwards, never overlap, never pass the end of the media, and have text.
+
+SRT and WebVTT are written and read here, not by pysubs2 (which writes ASS): its SRT and WebVTT writers leave "<",
+"&" and "-->" in cue text as they are (a tag or a timing line to the next reader) and know no voice spans or word
+times, and its readers have no bounds for untrusted files.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.segment import Cue, CueRules
+from pipeline.segment import Cue, CueRules, Word
 from pipeline.tuning import DIALOGUE_LEAD
 
-FORMATS = ("srt", "vtt", "txt", "json")
+FORMATS = ("srt", "vtt", "txt", "json", "ass")
 # How a change of speaker shows in the text of cues that carry speakers (Cue.speaker): not at all (a new cue only),
 # as dialogue cues ("- " before each of two speakers' lines in one cue, the broadcast convention), or by name
 # ("Speaker 1: " where the speaker changes)
@@ -38,6 +43,7 @@ _TAG_START = re.compile(r"<(?=[a-zA-Z/])")  # what would open a tag in SRT text
 _VOICE = re.compile(r"<v(?:\.[^\s<>]*)?[ \t]+([^<>]+)>")  # a WebVTT voice span's start: <v Anna>, <v.loud Bob>
 _STAMP = r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{1,3})"  # (hours bounded in _seconds, with a message)
 _CUE_TIMES = re.compile(rf"^\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?$")
+_WORD_TIME = re.compile(rf"<{_STAMP}>")  # a WebVTT cue timestamp: when the text after it is spoken
 
 
 def format_timestamp(seconds: float | None, separator: str = ",") -> str:
@@ -133,14 +139,75 @@ def to_srt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | 
     return "\n".join(blocks)
 
 
-def to_vtt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | str = Labels()) -> str:
-    """WebVTT; a cue with a speaker is a voice span (<v Speaker 1>), each line of a dialogue cue its own."""
+def to_vtt(
+    cues: Sequence[Cue], duration: float | None = None, labels: Labels | str = Labels(), words: bool = False
+) -> str:
+    """WebVTT; a cue with a speaker is a voice span (<v Speaker 1>), each line of a dialogue cue its own. With
+    `words`, each word after a cue's first is preceded by the time it is spoken (<00:00:01.250>, timed_words), which
+    browsers and YouTube use to light the words up."""
     blocks = []
     for group in shown(clean_cues(cues, duration), labels):
         dash = "- " if len(group) > 1 else ""
-        lines = "\n".join(voice_tag(c.speaker) + dash + vtt_text(c.text) for c in group)
+        lines = "\n".join(voice_tag(c.speaker) + dash + (vtt_words(c) if words else vtt_text(c.text)) for c in group)
         blocks.append(f"{format_timestamp(group[0].start, '.')} --> {format_timestamp(group[-1].end, '.')}\n{lines}\n")
     return "WEBVTT\n\n" + "\n".join(blocks)
+
+
+def vtt_words(cue: Cue) -> str:
+    """A cue's text as WebVTT with a timestamp before each word but the first (timed_words): times strictly inside
+    the cue and increasing, as WebVTT requires; a word whose time is not is joined to the one before."""
+    out, last = [], cue.start
+    for i, w in enumerate(timed_words(cue)):
+        word = w.word.lstrip()
+        stamp = ""
+        if i and last < w.start < cue.end and round(w.start, 3) > round(last, 3):
+            stamp, last = f"<{format_timestamp(w.start, '.')}>", w.start
+        out.append(w.word[: len(w.word) - len(word)] + stamp + vtt_text(word))
+    return "".join(out)
+
+
+def timed_words(cue: Cue) -> list[Word]:
+    """The cue's text as timed words which, joined, give the text back: each word keeps what comes before it (" ",
+    a line break, or nothing). An unedited cue keeps its measured times (its words spell its text, whitespace
+    aside); a cue whose words an edit changed, or that has none, gets its time spread over its words by their
+    length in characters. Times are kept within the cue and in order."""
+    measured = [w for w in cue.words or () if w.word.strip()]
+    flat = "".join(cue.text.split())
+    if measured and "".join("".join(w.word.split()) for w in measured) == flat:
+        out, at = [], 0
+        for w in measured:
+            token = "".join(w.word.split())
+            gap = re.match(r"\s*", cue.text[at:]).group()
+            # (a token may hold a line break where CJK wrapping cut it: its characters are found one by one)
+            piece, need = "", len(token)
+            rest = cue.text[at + len(gap) :]
+            for ch in rest:
+                piece += ch
+                need -= not ch.isspace()
+                if need == 0:
+                    break
+            out.append((("\n" if "\n" in gap else " " if gap else "") + piece, w.start))
+            at += len(gap) + len(piece)
+    else:
+        found = [(m.group(1), m.group(2)) for m in re.finditer(r"(\s*)(\S+)", cue.text)]
+        total = sum(len(t) for _, t in found) or 1
+        out, done = [], 0
+        for gap, token in found:
+            out.append(
+                (
+                    ("\n" if "\n" in gap else " " if gap else "") + token,
+                    cue.start + (cue.end - cue.start) * done / total,
+                )
+            )
+            done += len(token)
+    words, last = [], cue.start
+    for i, (text, start) in enumerate(out):
+        start = min(max(start, last), cue.end)
+        words.append(Word(start, cue.end, text if i else text.lstrip()))
+        if i:
+            words[-2] = replace(words[-2], end=start)
+        last = start
+    return words
 
 
 def voice_tag(speaker: str | None) -> str:
@@ -201,12 +268,27 @@ def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
     )
 
 
-def render(fmt: str, cues: Sequence[Cue], language: str, duration: float, labels: Labels | str = Labels()) -> str:
-    """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show (LABELS)."""
+def render(
+    fmt: str,
+    cues: Sequence[Cue],
+    language: str,
+    duration: float,
+    labels: Labels | str = Labels(),
+    style=None,
+    size: tuple[int, int] | None = None,
+) -> str:
+    """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show (LABELS);
+    `style` (pipeline.ass.Style): the look of an ASS file on a picture of `size` (width, height), and whether words
+    light up (ASS karaoke, WebVTT word times)."""
     if fmt == "srt":
         return to_srt(cues, duration, labels)
     if fmt == "vtt":
-        return to_vtt(cues, duration, labels)
+        return to_vtt(cues, duration, labels, words=bool(style and style.highlight_words))
+    if fmt == "ass":
+        from pipeline.ass import DEFAULT_SIZE, Style, ass_file  # (pipeline.ass imports this module)
+
+        width, height = size or DEFAULT_SIZE
+        return ass_file(clean_cues(cues, duration), width, height, style or Style(), language, labels)
     if fmt == "txt":
         return to_txt(cues, duration, labels)
     if fmt == "json":

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
     "build, option, message",
     [
         (lambda: JobSpec(()), "inputs", "Upload a video or audio file, or paste a link, first"),
-        (lambda: JobSpec((CLIP,), formats=("srt", "docx")), "formats", "Choose at least one output format from srt, vtt, txt, json"),
-        (lambda: JobSpec((CLIP,), formats=()), "formats", "Choose at least one output format from srt, vtt, txt, json"),
+        (lambda: JobSpec((CLIP,), formats=("srt", "docx")), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
+        (lambda: JobSpec((CLIP,), formats=()), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
         (lambda: JobSpec((CLIP, CLIP), subtitles=Path("a.srt")), "subtitles", "Existing subtitles go with exactly one video"),
         (lambda: TranscribeOptions(language="klingon"), "language", "Unknown language 'klingon': use 'auto' or a code such as en, de, es, fr, zh"),
         (lambda: TranscribeOptions(task="summarize"), "task", "Unknown task 'summarize': use transcribe or translate"),

@@ -36,7 +36,7 @@ def style_line(ass: str, name: str = "Default") -> list[str]:
         (1280, 720, Style(), {"Fontsize": "40", "BorderStyle": "1", "Alignment": "2", "MarginL": "64", "MarginV": "43"}),
         (1920, 1080, Style(position="top"), {"Fontsize": "59", "Alignment": "8", "MarginV": "65"}),
         (1080, 1920, Style(), {"Fontsize": "59", "MarginV": "288", "MarginL": "54"}),  # vertical: above phone UI
-        (1280, 720, Style(box=True), {"BorderStyle": "3", "OutlineColour": "&H40000000", "Shadow": "0.0"}),
+        (1280, 720, Style(box=True), {"BorderStyle": "3", "OutlineColour": "&H40000000", "Shadow": "0"}),
         (1280, 720, Style(text_colour="#FF8000", outline_colour="102030"),
          {"PrimaryColour": "&H000080FF", "OutlineColour": "&H00302010"}),
         (640, 360, Style(font_size=0.1, margin=0.2), {"Fontsize": "36", "MarginV": "72"}),

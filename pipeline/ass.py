@@ -1,0 +1,370 @@
+"""ASS (Advanced SubStation Alpha) subtitles: the styled .ass file, the script libass burns in, and .ass files people
+bring. Written and read with pysubs2; pure functions, text in, text out.
+
+Both scripts carry the page's look (`Style`): font, size, colours, outline or box, position and margin, in the
+video's pixels. With `Style.highlight_words` the word being spoken lights up: in the .ass file as karaoke (each word
+a `\\k` syllable, so players and Aegisub show it), in the burned-in picture as the current word drawn in the
+highlight colour (one event per word: libass's karaoke would leave every word already spoken lit too).
+
+Cue text is never markup. In the file, "{" and "}" become "(" and ")": VSFilter and Aegisub read any "{" as the start
+of an override block and have no escape for it. In the burn script, libass's own escapes "\\{" and "\\}" keep the
+braces. In both, a word joiner after each backslash keeps a typed "\\N" or "\\h" text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from pipeline.errors import OptionError, SubtitleError
+from pipeline.segment import CJK, Cue, Word
+from pipeline.subtitles import (
+    MAX_CUE_CHARS,
+    MAX_CUES,
+    Labels,
+    clean_cues,
+    cue_too_long,
+    dialogue,
+    shown,
+    timed_words,
+)
+
+LATIN_FONT = "DejaVu Sans"
+CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
+CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
+# libass sizes text by the font's ascent + descent; Noto CJK's are tall, so at the same size its glyphs come out
+# about a fifth smaller than DejaVu's. Scaled up to look the same size.
+CJK_SCALE = 1.2
+
+# Speakers' colours, in the order the BBC's subtitle guidelines give them: the first speaker keeps the text colour,
+# the next take these in turn (skipping the text colour)
+SPEAKER_COLOURS = ("#FFFFFF", "#FFFF00", "#00FFFF", "#00FF00")
+_COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
+_BREAK_AFTER = set("。，、！？；：」』）)!?,;:. ")
+
+
+@dataclass(frozen=True)
+class Style:
+    font_size: float = 0.055  # text height as a fraction of the video's shorter side (720p landscape: 40 px)
+    position: Literal["bottom", "top"] = "bottom"
+    text_colour: str = "#FFFFFF"
+    outline_colour: str = "#000000"  # the outline, or the box when `box` is on
+    box: bool = False  # a translucent box behind the text instead of an outline
+    margin: float | None = None  # from the edge, as a fraction of the height; None: 6 %, or 15 % for vertical video
+    speaker_colours: bool = False  # each speaker's lines in a colour of their own (SPEAKER_COLOURS), when known
+    highlight_words: bool = False  # the word being spoken lights up (ASS karaoke, burn-in, WebVTT word times)
+    highlight_colour: str = "#FFFF00"  # ... in this colour
+
+    def __post_init__(self):
+        if self.position not in ("bottom", "top"):
+            raise OptionError("position", f"Unknown position {self.position!r}: use bottom or top")
+        for name in ("text_colour", "outline_colour", "highlight_colour"):
+            if not _COLOUR.match(getattr(self, name).strip()):
+                raise OptionError(name, f"Colour {getattr(self, name)!r} is not valid: use #RRGGBB, e.g. #FFFFFF")
+        if not 0 < self.font_size <= 0.5:
+            raise OptionError("font_size", "The text size is a fraction of the picture's shorter side: 0 to 0.5")
+        if self.margin is not None and not 0 <= self.margin <= 0.5:
+            raise OptionError("margin", "The margin is a fraction of the picture's height: 0 to 0.5")
+
+
+# Size of an .ass file's picture when the input has none (audio): players scale the script to the video they show
+DEFAULT_SIZE = (1920, 1080)
+_KARAOKE = re.compile(r"\\(?:k|K|kf|ko)(\d+)")  # \k12, \K12, \kf12, \ko12: a syllable's centiseconds
+_BLOCK = re.compile(r"\{[^{}]*\}")  # an override block
+
+
+def _styles(style: Style, width: int, height: int, karaoke: bool) -> dict:
+    """The Default and CJK styles of `style` on a `width` x `height` picture (pysubs2 SSAStyle). With `karaoke`,
+    words are drawn in the text colour until their time (SecondaryColour), then in the highlight colour."""
+    from pysubs2 import Alignment, SSAStyle
+
+    text = _rgb(style.text_colour)
+    lit = _rgb(style.highlight_colour) if karaoke else text
+    size = max(8, round(style.font_size * min(width, height)))
+    vertical = height > width
+    margin_v = round((style.margin if style.margin is not None else 0.15 if vertical else 0.06) * height)
+    margin_h = round(0.05 * width)
+    outline = _rgb(style.outline_colour)
+    if style.box:  # BorderStyle 3: an opaque box in the outline colour, made translucent by its alpha
+        border_style, border, shadow, outline = 3, max(2, size // 6), 0.0, replace(outline, a=0x40)
+    else:
+        border_style, border, shadow = 1, round(max(1.0, size / 16), 1), round(max(0.5, size / 40), 1)
+    common = dict(
+        primarycolor=lit, secondarycolor=text, outlinecolor=outline, backcolor=_rgb("#000000", 0x80),
+        borderstyle=border_style, outline=border, shadow=shadow, marginl=margin_h, marginr=margin_h,
+        marginv=margin_v, encoding=1,
+        alignment=Alignment.BOTTOM_CENTER if style.position == "bottom" else Alignment.TOP_CENTER,
+    )  # fmt: skip
+    return {
+        "Default": SSAStyle(fontname=LATIN_FONT, fontsize=size, **common),
+        "CJK": SSAStyle(fontname=CJK_FONT, fontsize=round(size * CJK_SCALE), **common),
+    }
+
+
+def _script(width: int, height: int, styles: dict, events: list) -> str:
+    from pysubs2 import SSAFile
+
+    subs = SSAFile()
+    subs.info.update({"PlayResX": str(width), "PlayResY": str(height), "WrapStyle": "0",
+                      "ScaledBorderAndShadow": "yes", "YCbCr Matrix": "TV.709"})  # fmt: skip
+    subs.styles = styles
+    subs.events = events
+    return subs.to_string("ass")
+
+
+def _event(start_cs: int, end_cs: int, style: str, text: str):
+    from pysubs2 import SSAEvent
+
+    return SSAEvent(start=10 * start_cs, end=10 * end_cs, style=style, text=text)
+
+
+def to_ass(
+    cues: Sequence[Cue],
+    width: int,
+    height: int,
+    style: Style = Style(),
+    language: str = "en",
+    labels: Labels | str = Labels(),
+) -> str:
+    """The ASS script libass burns into a `width` x `height` video: speakers shown as `labels` says
+    (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour; with style.highlight_words, an
+    event per word, that word in the highlight colour."""
+    events = []
+    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels):
+        start, end = _cs(group[0].start), _cs(group[-1].end)
+        if not style.highlight_words:
+            events.append(_event(start, end, style_name, _compose(pieces, colours, _ass_text)))
+            continue
+        bounds = _bounds(pieces, start, end)
+        lit = "{\\c&H" + _ass_colour(style.highlight_colour)[4:] + "&}"
+        if bounds[0] > start:
+            events.append(_event(start, bounds[0], style_name, _compose(pieces, colours, _ass_text)))
+        for i in range(len(pieces)):
+            a, b = bounds[i], bounds[i + 1]
+            if b > a:
+                events.append(_event(a, b, style_name, _compose(pieces, colours, _ass_text, lit=(i, lit))))
+    return _script(width, height, _styles(style, width, height, False), events)
+
+
+def ass_file(
+    cues: Sequence[Cue],
+    width: int,
+    height: int,
+    style: Style = Style(),
+    language: str = "en",
+    labels: Labels | str = Labels(),
+) -> str:
+    """The .ass subtitle file: the look of `style` on a `width` x `height` picture, to edit in Aegisub or Subtitle
+    Edit or to mux as a styled track; with style.highlight_words, each word a karaoke syllable (\\k), whose
+    durations add up to its cue's (in centiseconds)."""
+    events = []
+    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels):
+        start, end = _cs(group[0].start), _cs(group[-1].end)
+        if not style.highlight_words:
+            events.append(_event(start, end, style_name, _compose(pieces, colours, _file_text)))
+            continue
+        bounds = _bounds(pieces, start, end)
+        lead = f"{{\\k{bounds[0] - start}}}" if bounds[0] > start else ""
+        ks = [bounds[i + 1] - bounds[i] for i in range(len(pieces))]
+        events.append(_event(start, end, style_name, lead + _compose(pieces, colours, _file_text, ks=ks)))
+    return _script(width, height, _styles(style, width, height, style.highlight_words), events)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A timed word of a shown cue: what comes before it (" ", a line break), its text, when, and which cue of the
+    shown group it is from; the first word of a dialogue cue's line carries the dash."""
+
+    before: str
+    text: str
+    start: float
+    cue: int
+    dash: str = ""
+
+
+def _groups(cues, width, height, style, language, labels):
+    """Each shown cue (pipeline.subtitles.shown): its cues, its style's name, its timed pieces, each cue's colour
+    tag (empty without speaker colours)."""
+    size = max(8, round(style.font_size * min(width, height)))
+    margin_h = round(0.05 * width)
+    cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
+    palette = [style.text_colour.upper()] + [c for c in SPEAKER_COLOURS if c != style.text_colour.upper()]
+    known: dict[str, str] = {}  # each speaker's colour, in the order they first speak
+    for group in shown(clean_cues(cues), labels):
+        style_name = _style_for(dialogue(group).text, language)
+        pieces, colours = [], []
+        for n, cue in enumerate(group):
+            if style_name == "CJK":
+                cue = replace(cue, text=wrap_cjk(cue.text, cjk_per_line))
+            colour = ""
+            if style.speaker_colours and cue.speaker is not None:
+                rgb = known.setdefault(cue.speaker, palette[len(known) % len(palette)])
+                tag = "\\2c" if style.highlight_words else "\\c"  # (karaoke lights the primary colour)
+                colour = "{" + tag + "&H" + _ass_colour(rgb)[4:] + "&}"  # (\c takes &HBBGGRR&)
+            colours.append(colour)
+            for k, w in enumerate(timed_words(cue)):
+                before = w.word[: len(w.word) - len(w.word.lstrip())] if k else "\n" if n else ""
+                dash = "- " if k == 0 and len(group) > 1 else ""
+                pieces.append(_Piece(before, w.word.strip(), w.start, n, dash))
+        yield group, style_name, pieces, colours
+
+
+def _compose(pieces, colours, escape, lit=None, ks=None) -> str:
+    """The text of a shown cue: each cue's colour tag before its line; with `lit` (index, tag), that piece in the
+    highlight colour; with `ks`, a \\k syllable before each piece."""
+    out, cue = [], None
+    for i, p in enumerate(pieces):
+        out.append(p.before.replace("\n", "\\N"))
+        if p.cue != cue:
+            cue = p.cue
+            out.append(colours[cue])
+        if ks is not None:
+            out.append(f"{{\\k{ks[i]}}}")
+        text = p.dash + escape(p.text)
+        if lit is not None and lit[0] == i:
+            text = p.dash + lit[1] + escape(p.text) + (colours[cue] or "{\\c}")  # (\c alone: the style's colour)
+        out.append(text)
+    return "".join(out)
+
+
+def _bounds(pieces: Sequence[_Piece], start: int, end: int) -> list[int]:
+    """Centiseconds where each piece starts, kept in order within [start, end], and `end` after the last."""
+    out, last = [], start
+    for p in pieces:
+        last = min(max(_cs(p.start), last), end)
+        out.append(last)
+    return out + [end]
+
+
+def _cs(seconds: float) -> int:
+    return max(0, round(seconds * 100))
+
+
+def _rgb(colour: str, alpha: int = 0):
+    from pysubs2 import Color
+
+    m = _COLOUR.match(colour.strip())  # (Style checked it)
+    return Color(int(m.group(1)[0:2], 16), int(m.group(1)[2:4], 16), int(m.group(1)[4:6], 16), alpha)
+
+
+def _file_text(text: str) -> str:
+    """Cue text as literal text for every ASS reader: braces become parentheses (VSFilter and Aegisub have no
+    escape for them), a word joiner after each backslash."""
+    return text.replace("\\", "\\\u2060").replace("{", "(").replace("}", ")")
+
+
+def read_ass(text: str, name: str = "The subtitle file"):
+    """(cues, script) of an ASS or SSA file: its dialogue events as cues (override tags and drawings dropped, \\N
+    a line break, karaoke syllables as timed words), and the script to burn as it is (its styles, positions and
+    effects) without embedded fonts or pictures. SubtitleError when it is not one, or is over the limits."""
+    import pysubs2
+
+    try:
+        subs = pysubs2.SSAFile.from_string(text, format_="ass" if "[V4+ Styles]" in text else "ssa")
+    except Exception:  # (pysubs2 raises its own and ValueError on a broken file)
+        raise SubtitleError(f"{name} is not an ASS or SSA file Aegisub could open: check it there") from None
+    events = sorted((e for e in subs.events if e.is_text and not e.is_drawing), key=lambda e: e.start)
+    if len(events) > MAX_CUES:
+        raise SubtitleError(f"The subtitles have more than {MAX_CUES} cues: split them into shorter files")
+    cues = []
+    for n, e in enumerate(events, start=1):
+        if len(e.text) > 4 * MAX_CUE_CHARS:
+            raise cue_too_long(n)
+        body = "\n".join(" ".join(line.split()) for line in e.plaintext.splitlines() if line.strip())
+        if len(body) > MAX_CUE_CHARS:
+            raise cue_too_long(n)
+        if body:
+            cues.append(Cue(e.start / 1000, e.end / 1000, body, _syllables(e.text, e.start / 1000)))
+    if not cues:
+        raise SubtitleError(f"{name} has no dialogue lines: the subtitles must be an ASS, SSA, SRT or WebVTT file")
+    subs.fonts_opaque, subs.graphics_opaque = {}, {}  # (libass would load embedded fonts: not from strangers)
+    return cues, subs.to_string("ass")
+
+
+def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
+    """The karaoke syllables (\\k, \\K, \\kf, \\ko) of an event's text as timed words; None without any."""
+    import pysubs2
+
+    if not _KARAOKE.search(raw):
+        return None
+    chunks, blocks = _BLOCK.split(raw), _BLOCK.findall(raw)
+    words, at, length = [], start, None  # (length: the open syllable's, from the last \\k)
+    for i, chunk in enumerate(chunks):
+        text = pysubs2.SSAEvent(text=chunk).plaintext
+        if text.strip():
+            words.append(Word(at, at + (length or 0.0), text))
+        if text.strip() or length is not None:
+            at, length = at + (length or 0.0), None
+        found = _KARAOKE.findall(blocks[i]) if i < len(blocks) else []
+        if found:
+            if length is not None:
+                at += length
+            length = int(found[-1]) / 100
+    return tuple(words) or None
+
+
+def style_of(script: str) -> Style:
+    """Our Style nearest an ASS script's Default style (or its first): size and margin from its PlayResY, the
+    colours of its text and outline, a box when its BorderStyle is 3, top when it aligns to the top."""
+    import pysubs2
+
+    subs = pysubs2.SSAFile.from_string(script, format_="ass")
+    found = subs.styles.get("Default") or next(iter(subs.styles.values()), None)
+    if found is None:
+        return Style()
+    height = float(subs.info.get("PlayResY") or 288)  # (ASS's default when a script gives none)
+    hex_of = lambda c: f"#{c.r:02X}{c.g:02X}{c.b:02X}"  # noqa: E731
+    top = int(found.alignment) in (7, 8, 9)
+    return Style(
+        font_size=min(max(found.fontsize / height, 0.01), 0.5),
+        position="top" if top else "bottom",
+        text_colour=hex_of(found.primarycolor),
+        outline_colour=hex_of(found.outlinecolor),
+        box=found.borderstyle == 3,
+        margin=min(found.marginv / height, 0.5),
+    )
+
+
+def _ass_colour(colour: str) -> str:
+    m = _COLOUR.match(colour.strip())  # (Style checked it)
+    rr, gg, bb = m.group(1)[0:2], m.group(1)[2:4], m.group(1)[4:6]
+    return f"&H00{bb}{gg}{rr}".upper()  # ASS is &HAABBGGRR
+
+
+def _ass_time(seconds: float) -> str:
+    cs = max(0, round(seconds * 100))
+    return f"{cs // 360000}:{cs // 6000 % 60:02d}:{cs // 100 % 60:02d}.{cs % 100:02d}"
+
+
+def wrap_cjk(text: str, per_line: int) -> str:
+    """Break lines longer than `per_line` characters into balanced lines, after punctuation when one is near.
+
+    libass wraps only at spaces, and Chinese and Japanese have none: an unwrapped long cue runs off the picture."""
+    out = []
+    for line in text.splitlines() or [""]:
+        while len(line) > per_line:
+            lines_left = -(-len(line) // per_line)
+            target = -(-len(line) // lines_left)  # balanced: the same length for every line
+            near = [i + 1 for i in range(max(1, target - 4), min(per_line, target + 3)) if line[i] in _BREAK_AFTER]
+            cut = min(near, key=lambda c: abs(c - target), default=target)
+            if cut < len(line) and line[cut] in _BREAK_AFTER and cut < per_line:  # no line starts with punctuation
+                cut += 1
+            out.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+        out.append(line)
+    return "\n".join(out)
+
+
+def _style_for(text: str, language: str) -> str:
+    """A cue holding any Chinese/Japanese/Korean character is drawn with the CJK font (libass finds fallback fonts
+    through fontconfig only, never among the `fontsdir` fonts, so the choice is ours)."""
+    return "CJK" if language in CJK_LANGUAGES or CJK.search(text) else "Default"
+
+
+def _ass_text(text: str) -> str:
+    """Cue text as literal ASS text: line breaks become \\N; braces are escaped (libass draws \\{ as {), and a word
+    joiner after each backslash keeps `\\N`, `\\h`, ... in the text from becoming line breaks or spaces."""
+    text = text.replace("\\", "\\\u2060").replace("{", "\\{").replace("}", "\\}")
+    return "\\N".join(line.strip() for line in text.strip().splitlines() if line.strip())
