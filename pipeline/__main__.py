@@ -42,7 +42,8 @@ FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "bea
          "batch_size": "--batch-size", "vad_threshold": "--vad-threshold", "model": "--model",
          "precision": "--precision", "threads": "--threads", "position": "--position", "text_colour": "--text-colour",
          "outline_colour": "--outline-colour", "font_size": "--font-size", "margin": "--margin",
-         "preview_seconds": "--preview", "subtitles": "--subtitles", "workers": "--workers"}  # fmt: skip
+         "preview_seconds": "--preview", "subtitles": "--subtitles", "highlight_colour": "--highlight-colour",
+         "workers": "--workers"}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -129,7 +130,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also write DIR/<stem>.subs.mkv and .subs.mp4 with a subtitle track (no re-encode)",
     )
-    style = p.add_argument_group("burn-in style")
+    style = p.add_argument_group("style: of the burned-in video and of .ass files")
     style.add_argument(
         "--font-size", type=float, default=Style.font_size, help="text height / the video's shorter side"
     )
@@ -139,13 +140,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     style.add_argument("--box", action="store_true", help="a translucent box behind the text instead of an outline")
     style.add_argument("--speaker-colours", action="store_true", help="each speaker's lines in a colour of their own")
     style.add_argument(
+        "--highlight-words",
+        action="store_true",
+        help="light up each word as it is spoken: .ass karaoke, the burned-in video, WebVTT word times",
+    )
+    style.add_argument("--highlight-colour", default=Style.highlight_colour, metavar="#RRGGBB")
+    style.add_argument(
         "--margin", type=float, default=None, help="distance from the edge / the height (default 0.06; 0.15 vertical)"
     )
     p.add_argument(
         "--subtitles",
         type=Path,
         metavar="FILE",
-        help="an SRT or WebVTT file to use instead of transcribing (one input; with --burn, --soft or --format)",
+        help="an SRT, WebVTT or ASS file to use instead of transcribing (one input; with --burn, --soft or --format); "
+        "an ASS file burns in with its own styles",
     )
     p.add_argument(
         "--overwrite",
@@ -162,6 +170,17 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
     """The job the arguments ask for; an OptionError names the field that is wrong."""
     if args.preview is not None and not args.burn:
         raise OptionError("preview_seconds", "A preview is a burned-in one: add --burn")
+    look = Style(
+        args.font_size,
+        args.position,
+        args.text_colour,
+        args.outline_colour,
+        args.box,
+        args.margin,
+        args.speaker_colours,
+        args.highlight_words,
+        args.highlight_colour,
+    )
     inputs: list[Path | str] = []
     for x in args.inputs:
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", x):
@@ -191,20 +210,8 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
         if args.no_cue_rules
         else CueRules(max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps),
         formats=tuple(args.format.split(",")),
-        burn=BurnOptions(
-            Style(
-                args.font_size,
-                args.position,
-                args.text_colour,
-                args.outline_colour,
-                args.box,
-                args.margin,
-                args.speaker_colours,
-            ),
-            preview_seconds=args.preview,
-        )
-        if args.burn
-        else None,
+        burn=BurnOptions(look, preview_seconds=args.preview) if args.burn else None,
+        style=look,
         soft=args.soft,
         subtitles=args.subtitles,
         overwrite=args.overwrite,

@@ -35,7 +35,7 @@ class Problem:
 def parse_srt(text: str) -> list[Cue]:
     """Cues from SRT (or WebVTT) text, in file order (empty ones too: they count in the numbering); tolerant of a BOM,
     CRLF, '.' for ',', missing or wrong numbers and extra blank lines (pipeline.subtitles.cue_blocks)."""
-    return [Cue(start, end, body, None, speaker) for start, end, body, speaker in cue_blocks(text)]
+    return [Cue(start, end, body, None, speaker) for start, end, body, speaker, _ in cue_blocks(text)]
 
 
 def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.ass import Style, read_ass, style_of
 from pipeline.download import download
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
@@ -35,7 +36,7 @@ from pipeline.plan import check_disk, check_job, plan_job, video_room
 from pipeline.render import CJK_LANGUAGES, PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, Labels, clean_cues, parse, read_subtitles
+from pipeline.subtitles import FORMATS, Labels, clean_cues, is_ass, parse, read_subtitles
 from pipeline.timings import stage, timed
 from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
 from pipeline.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
@@ -67,9 +68,18 @@ class JobSpec:
     overwrite: bool = True  # False: a local input whose outputs are all there, newer than it, is skipped (a resume)
     speakers: TurnOptions | None = None  # find who speaks when, and cut cues where the speaker changes; None: off
     labels: str = "dashes"  # how a change of speaker shows in the cues' text (pipeline.subtitles.LABELS)
+    # the look of the subtitles: of .ass files, and of the burned-in video (burn.style is made the same); with
+    # style.highlight_words, the words light up as they are spoken (.ass karaoke, burn-in, WebVTT word times)
+    style: Style = Style()
 
     def __post_init__(self):
         Labels(self.labels)  # (checks it)
+        if self.burn is not None and self.style == Style():
+            object.__setattr__(self, "style", self.burn.style)
+        elif self.burn is not None and self.burn.style != self.style:
+            object.__setattr__(self, "burn", replace(self.burn, style=self.style))
+        if self.style.highlight_words and not self.transcribe.word_timestamps:  # (the words' own times)
+            object.__setattr__(self, "transcribe", replace(self.transcribe, word_timestamps=True))
         object.__setattr__(self, "inputs", tuple(self.inputs))
         if not self.inputs:
             raise OptionError("inputs", "Upload a video or audio file, or paste a link, first")
@@ -304,9 +314,16 @@ class _Job:
         failed = [self._failed(i, SubtitleError(message)) for i, message in plan.failed]
         for s in plan.skipped:
             self.emit(s)
-        cues = None
+        cues = self.script = None
         if spec.subtitles is not None:
-            cues = parse(read_subtitles(Path(spec.subtitles)))
+            text = read_subtitles(Path(spec.subtitles))
+            if is_ass(text):  # burned in as it is, its own styles; its Default style is the look of our .ass
+                cues, self.script = read_ass(text, Path(spec.subtitles).name)
+                if spec.style == Style():
+                    look = replace(style_of(self.script), highlight_words=spec.style.highlight_words)
+                    self.spec = spec = replace(spec, style=look)
+            else:
+                cues = parse(text)
         files: list[FileResult] = []
         checked, todo = plan.checked, list(plan.todo)
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
@@ -388,7 +405,7 @@ class _Job:
         stem = unique_stem(Path(source.title).stem if isinstance(item, Path) else title_stem(source.title), self.stems)
         outputs = []
         labels = spec.shown_labels
-        for path in write_outputs(result, spec.formats, self.out_dir, stem, labels):
+        for path in write_outputs(result, spec.formats, self.out_dir, stem, labels, spec.style):
             written.append(path)
             outputs.append(path)
             self.emit(FileWritten(i, path))
@@ -410,6 +427,7 @@ class _Job:
                 self.policy.threads,
                 video_room(self.out_dir, self.policy, self.spent),
                 labels,
+                self.script,
             )
             self._spend(burned, written)
             outputs.append(burned)

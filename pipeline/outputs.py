@@ -23,15 +23,23 @@ if TYPE_CHECKING:  # (pipeline.jobs imports this module)
 
 @timed("write")
 def write_outputs(
-    result: SubtitleResult, formats: Sequence[str], out_dir: Path, stem: str, labels: Labels | str = Labels()
+    result: SubtitleResult,
+    formats: Sequence[str],
+    out_dir: Path,
+    stem: str,
+    labels: Labels | str = Labels(),
+    style=None,
 ) -> list[Path]:
     """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path); `labels`: how speakers
-    show in the text (pipeline.subtitles.LABELS)."""
+    show in the text (pipeline.subtitles.LABELS); `style` (pipeline.ass.Style): the look of .ass files (on the
+    video's picture size) and whether words light up."""
+    media = result.media
+    size = (media.width, media.height) if media.has_video and media.width and media.height else None
     written = []
     for fmt in formats:
         if fmt not in FORMATS:
             raise OptionError("formats", f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
-        text = render(fmt, result.cues, result.info.language, result.info.duration, labels)
+        text = render(fmt, result.cues, result.info.language, result.info.duration, labels, style, size)
         target = Path(out_dir) / f"{stem}.{fmt}"
         with atomic_path(target) as tmp:
             tmp.write_text(text, encoding="utf-8", newline="\n")

@@ -52,6 +52,7 @@ PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the pr
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
 
+
 @dataclass(frozen=True)
 class BurnOptions:
     style: Style = field(default_factory=Style)
@@ -83,7 +84,6 @@ def font_files() -> dict[str, Path]:
     }
 
 
-
 def burn(
     video: Path,
     cues: Sequence[Cue],
@@ -97,6 +97,7 @@ def burn(
     threads: int = 0,
     max_bytes: int | None = None,
     labels: Labels | str = Labels(),
+    script: str | None = None,
 ) -> Path:
     """Render the cues into `video`'s picture: H.264 + AAC MP4 that plays in browsers, the original audio kept.
     `threads`: the encoder's threads (0: x264's own choice, every core; a server shares its cores among its jobs).
@@ -104,7 +105,8 @@ def burn(
 
     `duration` is the media's length when known otherwise (the decoded audio): some containers (live or browser
     recordings) do not say, and the timeout and the progress bar depend on it. `media`: the video's probe, when the
-    caller has it already."""
+    caller has it already. `script`: an ASS script to burn as it is (subtitles someone brought, with their styles)
+    instead of the cues."""
     media = media or probe(video)
     if not media.has_video or not media.width or not media.height:
         raise SubtitleError(
@@ -115,9 +117,8 @@ def burn(
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
     # (the work folder sits beside the output: a server's job folder, swept when a killed server restarts)
     with work_folder("burn", Path(out).resolve().parent) as work:
-        (work / "subs.ass").write_text(
-            to_ass(cues, media.width, media.height, options.style, language, labels), encoding="utf-8"
-        )
+        script = script or to_ass(cues, media.width, media.height, options.style, language, labels)
+        (work / "subs.ass").write_text(script, encoding="utf-8")
         _private_fonts(work)
         # (the ass filter comes first so it sees the source's pixels)
         # even sizes (x264 with yuv420p needs them), and at most MAX_PIXELS: a bigger picture is scaled down

@@ -154,13 +154,13 @@ def to_vtt(
 
 
 def vtt_words(cue: Cue) -> str:
-    """A cue's text as WebVTT with a timestamp before each word but the first (timed_words): times strictly inside
-    the cue and increasing, as WebVTT requires; a word whose time is not is joined to the one before."""
+    """A cue's text as WebVTT with a timestamp before each word spoken after the cue starts (timed_words): times
+    inside the cue and increasing, as WebVTT requires; a word whose time is not is joined to the one before."""
     out, last = [], cue.start
-    for i, w in enumerate(timed_words(cue)):
+    for w in timed_words(cue):
         word = w.word.lstrip()
         stamp = ""
-        if i and last < w.start < cue.end and round(w.start, 3) > round(last, 3):
+        if last < w.start < cue.end and round(w.start, 3) > round(last, 3):
             stamp, last = f"<{format_timestamp(w.start, '.')}>", w.start
         out.append(w.word[: len(w.word) - len(word)] + stamp + vtt_text(word))
     return "".join(out)
@@ -300,10 +300,15 @@ def parse(text: str) -> list[Cue]:
     """The cues of an SRT or WebVTT file, in file order. Cue numbers, VTT headers, NOTE/STYLE blocks, cue settings
     and inline tags (<i>, <c.x>, {\\an8}) are dropped, and so are cues without text; a cue's line breaks are kept.
     Raises SubtitleError when the text holds no cue at all, or is over the limits (MAX_*)."""
-    cues = [Cue(start, end, body, None, speaker) for start, end, body, speaker in cue_blocks(text) if body]
+    cues = [Cue(start, end, body, words, speaker) for start, end, body, speaker, words in cue_blocks(text) if body]
     if not cues:
         raise SubtitleError("No cues found: the subtitles must be an SRT or WebVTT file")
     return cues
+
+
+def is_ass(text: str) -> bool:
+    """Whether subtitle text is an ASS or SSA script (pipeline.ass.read_ass reads it), not SRT or WebVTT."""
+    return text.lstrip("\ufeff \t\r\n").lower().startswith("[script info]")
 
 
 def read_subtitles(path: Path) -> str:
@@ -350,9 +355,9 @@ _BOMS = (
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 
-def cue_blocks(text: str) -> Iterator[tuple[float, float, str, str | None]]:
-    """(start, end, text, speaker) of each cue of SRT or WebVTT text, empty ones too (the speaker: a WebVTT cue's
-    first voice span's name, else None); tolerant of a BOM, CRLF, '.' for ',',
+def cue_blocks(text: str) -> Iterator[tuple[float, float, str, str | None, tuple[Word, ...] | None]]:
+    """(start, end, text, speaker, words) of each cue of SRT or WebVTT text, empty ones too (the speaker: a WebVTT
+    cue's first voice span's name, else None; words: timed by a WebVTT cue's timestamps, else None); tolerant of a BOM, CRLF, '.' for ',',
     missing or wrong cue numbers and extra blank lines. SubtitleError when the text is over MAX_SUBTITLE_CHARS, has
     more than MAX_CUES cues or a cue longer than MAX_CUE_CHARS (checked before the cue is parsed), or a time out of
     range."""
@@ -373,16 +378,35 @@ def cue_blocks(text: str) -> Iterator[tuple[float, float, str, str | None]]:
         if sum(len(line) for line in body) > MAX_CUE_CHARS:
             raise cue_too_long(n)
         m = _CUE_TIMES.match(lines[at])
+        start, end = _seconds(n, m.group(1, 2, 3, 4)), _seconds(n, m.group(5, 6, 7, 8))
         voice = next((v for line in body if vtt and (v := _VOICE.search(line))), None)
+        words = _vtt_word_times(n, start, end, body) if vtt else None
         if vtt:  # WebVTT's tags, then its entities (SRT has none): "&lt;i&gt;" is text, "&#123;\\an8&#125;" is not
-            body = [_OVERRIDE.sub("", html.unescape(_VTT_TAG.sub("", line))) for line in body]
+            body = [_vtt_plain(line) for line in body]
         body = [(line if vtt else _TAG.sub("", line)).strip() for line in body]
-        yield (
-            _seconds(n, m.group(1, 2, 3, 4)),
-            _seconds(n, m.group(5, 6, 7, 8)),
-            "\n".join(line for line in body if line),
-            " ".join(html.unescape(voice.group(1)).split()) or None if voice else None,
-        )
+        speaker = " ".join(html.unescape(voice.group(1)).split()) or None if voice else None
+        yield start, end, "\n".join(line for line in body if line), speaker, words
+
+
+def _vtt_plain(line: str) -> str:
+    return _OVERRIDE.sub("", html.unescape(_VTT_TAG.sub("", line)))
+
+
+def _vtt_word_times(n: int, start: float, end: float, body: list[str]) -> tuple[Word, ...] | None:
+    """The words of a WebVTT cue's lines timed by its cue timestamps (<00:00:01.250>: the text after it is spoken
+    from then; the text before the first, from the cue's start); None when it has none."""
+    if not any(_WORD_TIME.search(line) for line in body):
+        return None
+    out: list[tuple[float, str]] = []
+    for line in body:
+        at, times = 0, [(m.start(), m.end(), _seconds(n, m.groups())) for m in _WORD_TIME.finditer(line)]
+        when = out[-1][0] if out else start
+        for first, last, t in [*times, (len(line), len(line), None)]:
+            text = " ".join(_vtt_plain(line[at:first]).split())
+            if text:
+                out.append((min(max(when, start), end), f" {text}" if out else text))
+            when, at = (t if t is not None else when), last
+    return tuple(Word(t, out[i + 1][0] if i + 1 < len(out) else end, text) for i, (t, text) in enumerate(out))
 
 
 def _seconds(n: int, fields: tuple[str | None, ...]) -> float:
