@@ -290,11 +290,13 @@ def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
     if not _KARAOKE.search(raw):
         return None
     chunks, blocks = _BLOCK.split(raw), _BLOCK.findall(raw)
-    words, at, length = [], start, None  # (length: the open syllable's, from the last \\k)
+    words, at, length, gap = [], start, None, False  # (length: the open syllable's, from the last \\k)
     for i, chunk in enumerate(chunks):
         text = pysubs2.SSAEvent(text=chunk).plaintext
-        if text.strip():
-            words.append(Word(at, at + (length or 0.0), text))
+        if text.strip():  # (as whisper's words: a space before it when one separates it from the one before)
+            spaced = words and (text[0].isspace() or gap)
+            words.append(Word(at, at + (length or 0.0), (" " if spaced else "") + " ".join(text.split())))
+        gap = text[-1:].isspace() if text.strip() else gap or bool(text)
         if text.strip() or length is not None:
             at, length = at + (length or 0.0), None
         found = _KARAOKE.findall(blocks[i]) if i < len(blocks) else []

@@ -1,0 +1,257 @@
+"""Styled .ass files and words that light up as they are spoken: word times (measured, or spread over an edited cue),
+the .ass file read back by pysubs2, WebVTT word times read back by us and by Chromium, ASS files people bring, and
+the highlight colour found by OCR on the word spoken in a burned-in real clip."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pysubs2
+import pytest
+from conftest import ENGLISH, clip_path, ffmpeg, free_port
+
+from pipeline.ass import Style, ass_file, read_ass, style_of
+from pipeline.errors import SubtitleError
+from pipeline.jobs import JobResult, JobSpec, run_job
+from pipeline.media import ffmpeg_exe
+from pipeline.model import ModelCache, ModelOptions
+from pipeline.render import BurnOptions
+from pipeline.segment import Cue, Word
+from pipeline.subtitles import is_ass, parse, timed_words, to_vtt
+
+TESSERACT = shutil.which("tesseract")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+MEASURED = Cue(
+    1.0, 3.0, "Hello there\nworld", (Word(1.1, 1.5, " Hello"), Word(1.5, 2.0, " there"), Word(2.2, 2.9, " world"))
+)
+
+
+def spans(words: list[Word]) -> list[tuple[str, float, float]]:
+    return [(w.word, round(w.start, 3), round(w.end, 3)) for w in words]
+
+
+@pytest.mark.parametrize(
+    "cue, expected",
+    [
+        # unedited: the measured times; each word keeps what is before it; the last ends with the cue
+        (MEASURED, [("Hello", 1.1, 1.5), (" there", 1.5, 2.2), ("\nworld", 2.2, 3.0)]),
+        # an edit changed a word: the cue's time spread over its words by their length
+        (Cue(1.0, 3.0, "Hello there\nplanet", MEASURED.words),
+         [("Hello", 1.0, 1.625), (" there", 1.625, 2.25), ("\nplanet", 2.25, 3.0)]),
+        # only line breaks moved: still the same words, measured times kept
+        (Cue(1.0, 3.0, "Hello\nthere world", MEASURED.words),
+         [("Hello", 1.1, 1.5), ("\nthere", 1.5, 2.2), (" world", 2.2, 3.0)]),
+        # no words (a file without word times)
+        (Cue(0.0, 1.0, "a bb", None), [("a", 0.0, 1 / 3), (" bb", 1 / 3, 1.0)]),
+        # Chinese: one measured word per character, a line break put in by wrapping
+        (Cue(0.0, 1.0, "字幕\n测试", tuple(Word(i / 4, (i + 1) / 4, c) for i, c in enumerate("字幕测试"))),
+         [("字", 0.0, 0.25), ("幕", 0.25, 0.5), ("\n测", 0.5, 0.75), ("试", 0.75, 1.0)]),
+        # measured times outside the cue or out of order are kept within it, in order
+        (Cue(1.0, 2.0, "x y", (Word(0.5, 1.2, " x"), Word(0.9, 2.5, " y"))), [("x", 1.0, 1.0), (" y", 1.0, 2.0)]),
+    ],
+)  # fmt: skip
+def test_timed_words(cue, expected):
+    assert spans(timed_words(cue)) == [(t, round(a, 3), round(b, 3)) for t, a, b in expected]
+
+
+@pytest.mark.parametrize(
+    "cue, text",
+    [
+        (MEASURED, "<00:00:01.100>Hello <00:00:01.500>there\n<00:00:02.200>world"),
+        (Cue(0.0, 1.0, "a <b> & c", None), "a <00:00:00.167>&lt;b&gt; <00:00:00.667>&amp; <00:00:00.833>c"),
+        (Cue(1.0, 2.0, "x y", (Word(0.5, 1.2, " x"), Word(0.9, 2.5, " y"))), "x y"),  # no time inside: none
+    ],
+)
+def test_webvtt_word_times_are_inline_timestamps_and_read_back(cue, text):
+    vtt = to_vtt([cue], words=True)
+    assert vtt.splitlines()[3:] == text.splitlines()
+    back = parse(vtt)[0]
+    assert back.text == cue.text
+    if "<00:" in vtt:  # the times survive the file (without any, the words are spread by length when read)
+        assert spans(timed_words(back)) == spans(timed_words(cue))
+        assert to_vtt([back], words=True) == vtt
+    assert to_vtt([cue]) == to_vtt([back])  # without --highlight-words: as before, no timestamps
+
+
+HOSTILE = [
+    Cue(0.5, 2.0, "{\\b1}bold{\\b0} and \\N break", (Word(0.6, 1.0, " {\\b1}bold{\\b0}"), Word(1.0, 1.4, " and"),
+                                                    Word(1.4, 1.6, " \\N"), Word(1.6, 1.9, " break"))),
+    Cue(2.5, 4.0, "edited {\\pos(1,1)} text", None),
+    Cue(4.2, 5.0, "one", (Word(4.25, 4.9, " one"),)),
+]  # fmt: skip
+
+
+def test_ass_file_reads_back_with_pysubs2_styles_karaoke_and_no_tags_from_text():
+    style = Style(font_size=0.06, position="top", text_colour="#F0F0F0", outline_colour="#102030", margin=0.1,
+                  highlight_words=True, highlight_colour="#00FF80")  # fmt: skip
+    subs = pysubs2.SSAFile.from_string(ass_file(HOSTILE, 1280, 720, style))
+    assert (subs.info["PlayResX"], subs.info["PlayResY"]) == ("1280", "720")
+    default = subs.styles["Default"]
+    assert (default.fontname, default.fontsize, default.alignment, default.marginv) == (
+        "DejaVu Sans",
+        43,
+        pysubs2.Alignment.TOP_CENTER,
+        72,
+    )
+    # karaoke: a word is the text colour (secondary) until its time, then the highlight colour (primary)
+    assert (default.secondarycolor, default.primarycolor) == (pysubs2.Color(240, 240, 240), pysubs2.Color(0, 255, 128))
+    assert default.outlinecolor == pysubs2.Color(16, 32, 48)
+    assert len(subs.events) == len(HOSTILE)
+    for event, cue in zip(subs.events, HOSTILE, strict=True):
+        blocks = re.findall(r"\{[^}]*\}", event.text)
+        assert blocks and all(re.fullmatch(r"\{\\k\d+\}", b) for b in blocks), blocks  # ours only: \k
+        ks = sum(int(k) for k in re.findall(r"\\k(\d+)", event.text))
+        assert abs(ks - round((cue.end - cue.start) * 100)) <= 1
+        # the text as it was (a typed \\N stays text: no line break from it), braces shown as parentheses
+        assert event.plaintext.replace("\u2060", "") == cue.text.replace("{", "(").replace("}", ")")
+    assert "{" not in "".join(e.plaintext for e in subs.events)  # braces shown as parentheses: no tag in any reader
+    plain = pysubs2.SSAFile.from_string(ass_file(HOSTILE, 640, 360, Style()))
+    assert not any("\\k" in e.text for e in plain.events)  # no highlighting asked: no karaoke
+    assert plain.styles["Default"].primarycolor == plain.styles["Default"].secondarycolor
+
+
+BROUGHT = """[Script Info]
+ScriptType: v4.00+
+PlayResX: 640
+PlayResY: 360
+
+[V4+ Styles]
+Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
+Style: Default,DejaVu Sans,36,&H000000FF,&H00FFFFFF,&H00000000,&H80000000,0,0,0,0,100,100,0,0,3,2,0,8,20,20,18,1
+
+[Events]
+Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+Dialogue: 0,0:00:00.50,0:00:02.00,Default,,0,0,0,,{\\k50}Karaoke {\\k100}words
+Comment: 0,0:00:02.00,0:00:03.00,Default,,0,0,0,,not shown
+Dialogue: 0,0:00:02.50,0:00:04.00,Default,,0,0,0,,{\\p1}m 0 0 l 100 0 100 100{\\p0}
+Dialogue: 0,0:00:04.50,0:00:06.00,Default,,0,0,0,,Second\\Nline {\\i1}here
+"""  # noqa: E501
+
+
+def test_an_ass_file_people_bring():
+    assert is_ass("\ufeff\n[Script Info]\n") and not is_ass("WEBVTT\n\n") and not is_ass("1\n00:00:01,000 --> ")
+    cues, script = read_ass(BROUGHT)
+    assert [(c.start, c.end, c.text) for c in cues] == [(0.5, 2.0, "Karaoke words"), (4.5, 6.0, "Second\nline here")]
+    assert spans(list(cues[0].words)) == [("Karaoke", 0.5, 1.0), (" words", 1.0, 2.0)]  # \k syllables: words
+    assert "Style: Default,DejaVu Sans,36,&H000000FF" in script  # burned with its own style
+    # its style as ours: size and margin by its PlayResY, red text, a box at the top
+    assert style_of(script) == Style(font_size=0.1, position="top", text_colour="#FF0000", outline_colour="#000000",
+                                     box=True, margin=0.05)  # fmt: skip
+    for broken in ("[Script Info]\nnot ass at all", "[Script Info]\n[Events]\nFormat: Start\n"):
+        with pytest.raises(SubtitleError):
+            read_ass(broken)
+
+
+@pytest.fixture(scope="module")
+def spoken(ov_model, tmp_path_factory):
+    """A real clip as a 640x360 video, subtitled with highlighted words by the whole job: (folder, its outputs)."""
+    folder = tmp_path_factory.mktemp("highlight")
+    video = folder / "clip.mp4"
+    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-f", "lavfi", "-i", "color=c=navy:size=640x360:rate=25",
+           "-map", "1:v", "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "veryfast", "-c:a", "aac",
+           str(video))  # fmt: skip
+    spec = JobSpec((video,), formats=("vtt", "ass", "json"), style=Style(highlight_words=True),
+                   burn=BurnOptions())  # fmt: skip
+    spec = replace(spec, model=ModelOptions(precision="f32"))
+    models = ModelCache(loaded={("base", "f32"): ov_model})
+    result = next(e for e in run_job(spec, folder / "out", models) if isinstance(e, JobResult))
+    assert not result.failed, result.failed
+    return folder, result.files[0]
+
+
+def colour_frame(video: Path, at: float) -> np.ndarray:
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
+         "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout  # fmt: skip
+    return np.frombuffer(raw, np.uint8).reshape(360, 640, 3).astype(np.int16)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(TESSERACT is None, reason="no tesseract: apt-get install tesseract-ocr (.ci/run does)")
+def test_the_word_spoken_is_drawn_in_the_highlight_colour(spoken, tmp_path):
+    from PIL import Image, ImageOps
+
+    _, done = spoken
+    words = [w for cue in done.result.cues for w in timed_words(cue) if len(w.word.strip(" ,.\n")) >= 4]
+    picked = [words[1], words[len(words) // 2], words[-2]]  # three words, early, middle, late
+    for w in picked:
+        pixels = colour_frame(done.burned, (w.start + w.end) / 2)
+        r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+        lit = (r > 180) & (g > 180) & (b < 110)  # yellow, the default highlight colour
+        assert lit[: int(0.6 * 360)].sum() == 0  # only in the subtitle region
+        ys, xs = np.nonzero(lit)
+        assert len(xs) > 30, f"no highlight at {w.word!r}"
+        box = pixels[max(ys.min() - 4, 0) : ys.max() + 5, max(xs.min() - 4, 0) : xs.max() + 5]
+        ink = np.clip((box[..., 0] + box[..., 1]) / 2 - box[..., 2], 0, 255)  # yellowness: dark on white
+        image = Image.fromarray((255 - ink).astype(np.uint8))
+        image = ImageOps.expand(image.resize((image.width * 4, image.height * 4), Image.LANCZOS), 20, fill=255)
+        image.save(tmp_path / "word.png")
+        read = subprocess.run([TESSERACT, str(tmp_path / "word.png"), "-", "--psm", "8"], capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+        expected = re.sub(r"[^a-z]", "", w.word.lower())
+        assert re.sub(r"[^a-z]", "", read.lower()) == expected, (read, w)
+
+
+@pytest.mark.slow
+def test_the_job_writes_karaoke_ass_and_webvtt_word_times_of_a_real_clip(spoken):
+    folder, done = spoken
+    ass = next(p for p in done.outputs if p.suffix == ".ass")
+    subs = pysubs2.SSAFile.from_string(ass.read_text(encoding="utf-8"))
+    assert (subs.info["PlayResX"], subs.info["PlayResY"]) == ("640", "360")  # the video's picture
+    assert len(subs.events) == len(done.result.cues)
+    for event in subs.events:
+        assert abs(sum(int(k) for k in re.findall(r"\\k(\d+)", event.text)) - (event.end - event.start) / 10) <= 1
+    vtt = next(p for p in done.outputs if p.suffix == ".vtt").read_text(encoding="utf-8")
+    measured = [w for cue in done.result.cues for w in cue.words]
+    back = [w for cue in parse(vtt) for w in timed_words(cue)]
+    assert [w.word.strip() for w in back] == [w.word.strip() for w in measured]
+    assert max(abs(a.start - b.start) for a, b in zip(back, measured) if b.start > 0.3) < 0.002
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium: apt-get install chromium (.ci/run does)")
+def test_chromium_reads_the_word_times_as_timestamps(spoken):
+    """The WebVTT with word times, as a <track> in Chromium: each cue's TextTrack text, its timestamps parsed as
+    timestamps (processing instructions in getCueAsHTML), not shown as text."""
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from playwright.sync_api import sync_playwright
+
+    folder, done = spoken
+    site = folder / "out"
+    (site / "page.html").write_text(
+        '<video id="v" src="clip.subtitled.mp4" muted><track default kind="subtitles" src="clip.vtt"></video>'
+    )
+    handler = lambda *a, **k: SimpleHTTPRequestHandler(*a, directory=str(site), **k)  # noqa: E731
+    handler.log_message = lambda *a: None
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/page.html")
+            page.wait_for_function("document.getElementById('v').textTracks[0].cues?.length > 0", timeout=30_000)
+            cues = page.evaluate("""() => Array.from(document.getElementById('v').textTracks[0].cues, c => {
+                const html = c.getCueAsHTML();
+                const walker = document.createTreeWalker(html, NodeFilter.SHOW_PROCESSING_INSTRUCTION);
+                let stamps = 0;
+                while (walker.nextNode()) stamps++;
+                return {start: c.startTime, text: c.text, shown: html.textContent, stamps};
+            })""")
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(cues) == len(done.result.cues)
+    for got, cue in zip(cues, done.result.cues, strict=True):
+        assert abs(got["start"] - cue.start) < 0.002
+        assert "<00:" in got["text"]  # the TextTrack's text: the cue as written, with its word times
+        assert got["shown"].split() == cue.text.split()  # shown without them
+        assert got["stamps"] == got["text"].count("<00:")  # each parsed as a timestamp
