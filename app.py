@@ -63,7 +63,13 @@ HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can cl
 # (a person edits a cell a second at most; a script sending more only gets a message)
 CHECKS_PER_WINDOW, CHECK_WINDOW = 20, 10.0
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
-FORMAT_CHOICES = [("SRT", "srt"), ("WebVTT", "vtt"), ("Plain text", "txt"), ("JSON (with timings)", "json")]
+FORMAT_CHOICES = [
+    ("SRT", "srt"),
+    ("WebVTT", "vtt"),
+    ("Plain text", "txt"),
+    ("JSON (with timings)", "json"),
+    ("ASS (styled, for Aegisub)", "ass"),
+]
 TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
 BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]
 PRECISION_CHOICES = [
@@ -142,12 +148,17 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
     Field("box", _S.box, lambda v, app: gr.Checkbox(v, label="Box behind the text"), "video", row=5),
     Field("speaker_colours", _S.speaker_colours, lambda v, app: gr.Checkbox(
         v, label="A colour per speaker"), "video", row=5),
+    Field("highlight_words", _S.highlight_words, lambda v, app: gr.Checkbox(
+        v, label="Light up each word as it is spoken (burn-in, ASS, WebVTT)", elem_id="highlight"), "video", row=7),
+    Field("highlight_colour", _S.highlight_colour, lambda v, app: gr.ColorPicker(
+        v, label="Highlight colour"), "video", row=7),
     Field("margin", 100 * (_S.margin or 0), lambda v, app: gr.Slider(
         0, 30, value=v, step=1, label="Margin (% of the height; 0 = automatic)"), "video"),
     Field("soft", JobSpec.soft, lambda v, app: gr.Checkbox(
         v, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)"), "video"),
     Field("subtitles", None, lambda v, app: gr.File(
-        label="Your own subtitles (SRT or WebVTT): used instead of transcribing", file_types=[".srt", ".vtt"],
+        label="Your own subtitles (SRT, WebVTT or ASS): used instead of transcribing; ASS burns in with its styles",
+        file_types=[".srt", ".vtt", ".ass", ".ssa"],
         type="filepath", elem_id="subtitles"), "video"),
 )  # fmt: skip
 DEFAULTS = {f.name: f.default for f in FORM}
@@ -393,6 +404,17 @@ def form_to_spec(**form) -> JobSpec:
     if f["burn_in"] not in {value for _, value in BURN_CHOICES}:
         raise OptionError("burn", f"Unknown burn-in choice {f['burn_in']!r}: use none, preview or full")
     url = (f["url"] or "").strip()
+    look = Style(
+        float(f["font_size"]) / 100,
+        f["position"],
+        _hex(f["text_colour"]),
+        _hex(f["outline_colour"]),
+        bool(f["box"]),
+        float(f["margin"]) / 100 if f["margin"] else None,
+        bool(f["speaker_colours"]),
+        bool(f["highlight_words"]),
+        _hex(f["highlight_colour"]),
+    )
     return JobSpec(
         inputs=(*(Path(name) for name in f["files"] or []), *([url] if url else [])),
         model=ModelOptions(f["model"], f["precision"]),
@@ -411,18 +433,8 @@ def form_to_spec(**form) -> JobSpec:
         formats=tuple(f["formats"] or ("srt",)),
         burn=None
         if f["burn_in"] == "none"
-        else BurnOptions(
-            Style(
-                float(f["font_size"]) / 100,
-                f["position"],
-                _hex(f["text_colour"]),
-                _hex(f["outline_colour"]),
-                bool(f["box"]),
-                float(f["margin"]) / 100 if f["margin"] else None,
-                bool(f["speaker_colours"]),
-            ),
-            preview_seconds=PREVIEW_SECONDS if f["burn_in"] == "preview" else None,
-        ),
+        else BurnOptions(look, preview_seconds=PREVIEW_SECONDS if f["burn_in"] == "preview" else None),
+        style=look,
         soft=bool(f["soft"]),
         subtitles=Path(f["subtitles"]) if f["subtitles"] else None,
         preview=True,  # the page plays the video with its subtitles
