@@ -20,9 +20,9 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +50,8 @@ from pipeline.media import Limits, hms, probe
 from pipeline.model import ModelOptions, resolve_precision
 from pipeline.outputs import write_outputs, zip_outputs
 from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
-from pipeline.segment import CueRules
-from pipeline.subtitles import Labels, format_timestamp
+from pipeline.segment import Cue, CueRules, Word
+from pipeline.subtitles import Labels, format_timestamp, parse, to_vtt
 from pipeline.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 from pipeline.transcribe import LANGUAGES
 from pipeline.turns import turn_options
@@ -63,6 +63,9 @@ HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can cl
 # (a person edits a cell a second at most; a script sending more only gets a message)
 CHECKS_PER_WINDOW, CHECK_WINDOW = 20, 10.0
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
+# Word times of the cues the last jobs gave, so that a cue left unchanged in the table keeps them when the files are
+# made again (an edited cue's words are spread over it by length). About 300 bytes a cue: at most ~30 MB.
+MAX_TIMED_CUES = 100_000
 FORMAT_CHOICES = [
     ("SRT", "srt"),
     ("WebVTT", "vtt"),
@@ -192,6 +195,8 @@ class SubtitleApp:
         ids = {spec: name for name, spec in self.model_ids.items()}
         self.model_choices = [(label, ids[spec]) for label, spec in model_choices]
         self.options = options
+        # (client, start ms, end ms, text) -> the cue's measured words, oldest first (MAX_TIMED_CUES at most)
+        self._timed: OrderedDict[tuple, tuple[Word, ...]] = OrderedDict()
         self.policy = Policy(
             options.limits,
             options.allow_private_urls,
@@ -218,7 +223,7 @@ class SubtitleApp:
             spec = form_to_spec(**{**form, "model": self.model_ids.get(model, model)})
             self._admit(client)
             admitted = True
-            yield from self._run(spec)
+            yield from self._run(spec, client)
         except SubtitleError as e:
             # the reason stays in the status line (the pop-up goes after a few seconds)
             yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
@@ -251,7 +256,7 @@ class SubtitleApp:
                 cells = table_cells(table)
                 if not cells:
                     raise SubtitleError("There are no cues to make files from: generate the subtitles first")
-                text = table_to_subtitles(cells)
+                text = self._with_word_times(table_to_subtitles(cells), client)
                 edited = edited.with_suffix(".vtt" if text.startswith("WEBVTT") else ".srt")
                 edited.write_text(text, encoding="utf-8")
             except SubtitleError as e:
@@ -294,7 +299,28 @@ class SubtitleApp:
                 return files, f"**Error:** {_escape(str(e))}", files
         return files, _about(sources), files
 
-    def _run(self, spec: JobSpec) -> Iterator[tuple]:
+    def _remember(self, result: JobResult, client: str) -> None:
+        """Keep the word times of the job's cues (the oldest go past MAX_TIMED_CUES)."""
+        with self._lock:
+            for f in result.files:
+                for cue in f.result.cues:
+                    if cue.words:
+                        self._timed[_cue_key(client, cue)] = cue.words
+                        self._timed.move_to_end(_cue_key(client, cue))
+            while len(self._timed) > MAX_TIMED_CUES:
+                self._timed.popitem(last=False)
+
+    def _with_word_times(self, text: str, client: str) -> str:
+        """The table's subtitles, as WebVTT with word times when some cues are as one of this client's jobs gave
+        them (same times, same words): those keep their measured word times. Otherwise the text as it is."""
+        cues = parse(text)
+        with self._lock:
+            known = [self._timed.get(_cue_key(client, cue)) for cue in cues]
+        if not any(known):
+            return text
+        return to_vtt([replace(c, words=w) if w else c for c, w in zip(cues, known)], None, "none", words=True)
+
+    def _run(self, spec: JobSpec, client: str = "") -> Iterator[tuple]:
         """The job's events as page updates: the status line (stage, %, elapsed, time left) at least every second,
         the cues in bursts (each update resends the whole table), the results at the end."""
         self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
@@ -325,6 +351,7 @@ class SubtitleApp:
                     if not event.files:
                         raise SubtitleError(event.failed[0].message)
                     log.info("job %s: done in %.1f s (%d failed)", job_dir.name, took, len(event.failed))
+                    self._remember(event, client)
                     final = self._final(event, job_dir, several, took, spec.shown_labels)
                     # Gradio reads the last yield's files again after the generator returns, then serves its copies
                     timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
@@ -472,6 +499,11 @@ def _about(sources: list[Source], languages: list[str] = ()) -> str:
         facts += [languages[i]] if i < len(languages) and languages[i] else []
         lines.append(" · ".join([f"**{_escape(s.title)}**", *facts]))
     return "\n\n".join(lines)
+
+
+def _cue_key(client: str, cue: Cue) -> tuple:
+    """A cue as the cue table shows it (times to the millisecond, text without its line breaks), for one client."""
+    return client, round(cue.start * 1000), round(cue.end * 1000), " ".join(cue.text.split())
 
 
 def _hex(colour: str) -> str:

@@ -222,6 +222,33 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
     assert cues["data"] == [["00:00:01.500", "00:00:04.000", "Our own words, corrected / on two lines"]]
 
 
+def test_unchanged_cues_keep_their_word_times_when_the_files_are_made_again(client, videos):
+    """Words lit up (WebVTT word times), then the table back with one cue's words changed: the other cues keep the
+    measured times, the changed one gets its time spread over its words by their length."""
+    from pipeline.segment import Cue
+    from pipeline.subtitles import parse, timed_words
+
+    video = handle_file(str(videos[ENGLISH[0]]))
+    _, _, cues, _, downloads = client.predict(
+        files=[video], formats=["vtt"], highlight_words=True, api_name="/subtitle"
+    )
+    first = parse(open(downloads[0], encoding="utf-8").read())
+    assert len(first) >= 2 and all(c.words for c in first)  # each cue with its word times
+    cues["data"][0][-1] = cues["data"][0][-1].rsplit(" ", 1)[0] + " changed"
+    _, _, _, _, downloads = client.predict(
+        table=cues, files=[video], formats=["vtt"], highlight_words=True, api_name="/apply_edits"
+    )
+    again = parse(open(downloads[0], encoding="utf-8").read())
+
+    def times(cue):  # (to the millisecond, as WebVTT writes them)
+        return [(w.word, round(w.start, 3), round(w.end, 3)) for w in timed_words(cue)]
+
+    assert [times(c) for c in again[1:]] == [times(c) for c in first[1:]]  # unchanged: measured
+    edited = Cue(first[0].start, first[0].end, again[0].text)
+    assert again[0].text.endswith(" changed") and times(again[0]) == times(edited)  # spread by length
+    assert [w[1] for w in times(again[0])] != [w[1] for w in times(first[0])]
+
+
 def test_submit_and_cancel_twenty_times_never_works_more_than_the_slots(client, app_server, tmp_path):
     """Cancel frees the page at once, but a job's slot only when its work has stopped: at no moment do more jobs
     work than the server's concurrency (2 here), and afterwards no job thread, ffmpeg or folder is left."""
