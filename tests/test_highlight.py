@@ -255,3 +255,25 @@ def test_chromium_reads_the_word_times_as_timestamps(spoken):
         assert "<00:" in got["text"]  # the TextTrack's text: the cue as written, with its word times
         assert got["shown"].split() == cue.text.split()  # shown without them
         assert got["stamps"] == got["text"].count("<00:")  # each parsed as a timestamp
+
+
+@pytest.mark.slow
+def test_an_ass_file_brought_burns_with_its_own_style(spoken, tmp_path):
+    """--subtitles FILE.ass: burned as the file draws it (red text in a box at the top), and the .ass the job writes
+    takes its Default style as ours."""
+    folder, _ = spoken
+    brought = tmp_path / "theirs.ass"
+    brought.write_text(BROUGHT, encoding="utf-8")
+    spec = JobSpec((folder / "clip.mp4",), formats=("ass",), subtitles=brought, burn=BurnOptions(preview_seconds=5))
+    result = next(e for e in run_job(spec, tmp_path / "out", ModelCache()) if isinstance(e, JobResult))
+    assert not result.failed, result.failed
+    done = result.files[0]
+    pixels = colour_frame(done.burned, 1.2)
+    r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    red = (r > 180) & (g < 80) & (b < 80)
+    assert red[: int(0.3 * 360)].sum() > 100  # their text, at the top, in their colour
+    assert red[int(0.3 * 360) :].sum() == 0
+    written = pysubs2.SSAFile.from_string(next(p for p in done.outputs if p.suffix == ".ass").read_text())
+    default = written.styles["Default"]
+    assert (default.primarycolor, default.alignment) == (pysubs2.Color(255, 0, 0), pysubs2.Alignment.TOP_CENTER)
+    assert [e.plaintext for e in written.events] == ["Karaoke words", "Second\nline here"]

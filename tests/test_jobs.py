@@ -59,6 +59,11 @@ def test_every_bad_option_fails_where_it_is_built_with_one_message(build, option
         (TranscribeOptions(beam_size=1), TranscribeOptions(beam_size=None)),
         (JobSpec((CLIP,), formats=(" SRT", "vtt", "srt")), JobSpec((CLIP,), formats=("srt", "vtt"))),
         (JobSpec((CLIP,), formats=("json",)), JobSpec((CLIP,), transcribe=TranscribeOptions(word_timestamps=True), formats=("json",))),
+        # highlighted words need their times; the burn-in's style is the job's style, either way round
+        (JobSpec((CLIP,), style=Style(highlight_words=True)),
+         JobSpec((CLIP,), transcribe=TranscribeOptions(word_timestamps=True), style=Style(highlight_words=True))),
+        (JobSpec((CLIP,), burn=BurnOptions(Style(box=True))), JobSpec((CLIP,), burn=BurnOptions(Style(box=True)), style=Style(box=True))),
+        (JobSpec((CLIP,), burn=BurnOptions(), style=Style(box=True)), JobSpec((CLIP,), burn=BurnOptions(Style(box=True)), style=Style(box=True))),
     ],
 )  # fmt: skip
 def test_options_are_normalised_where_they_are_built(given, means):
@@ -83,6 +88,8 @@ def test_options_are_normalised_where_they_are_built(given, means):
         (["--speakers", "3", "--speaker-labels", "none", "--burn", "--speaker-colours"],
          {"speakers": "3", "speaker_labels": "none", "burn_in": "full", "speaker_colours": True}),
         (["--speakers", "off"], {"speakers": "off"}),
+        (["-f", "ass,vtt", "--highlight-words", "--highlight-colour", "#00FF80", "--position", "top"],
+         {"formats": ["ass", "vtt"], "highlight_words": True, "highlight_colour": "#00FF80", "position": "top"}),
     ],
 )  # fmt: skip
 def test_the_page_and_the_cli_build_the_same_job(argv, form):
