@@ -278,3 +278,38 @@ def test_rename_a_speaker_then_burn_and_read_the_name_back(page, audio, tmp_path
     download.value.save_as(burned)
     middle = (cues[0].start.total_seconds() + cues[0].end.total_seconds()) / 2
     assert "alice" in words(ocr(frame(burned, middle), tmp_path))
+
+
+def test_light_up_the_words_then_burn_and_download_the_ass(page, videos, tmp_path):
+    """Tick the highlight and the ASS file under *Video with subtitles*: the burned preview draws a word in the
+    highlight colour, and the .ass download carries the style and a karaoke syllable per word."""
+    import pysubs2
+    from test_highlight import colour_frame
+
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
+    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    page.get_by_label("ASS (styled, for Aegisub)").check()
+    page.get_by_text("Video with subtitles").click()
+    page.get_by_label("First 60 s (fast preview)").check()
+    page.get_by_label("Box behind the text").check()
+    page.locator("#highlight input[type=checkbox]").check()
+    page.locator("#generate").click()
+    link = page.locator('#downloads a[download$=".ass"]').first
+    link.wait_for(timeout=JOB_TIMEOUT)
+    with page.expect_download() as download:
+        link.click()
+    subs = pysubs2.SSAFile.from_string(download.value.path().read_text(encoding="utf-8"))
+    assert subs.styles["Default"].borderstyle == 3 and subs.styles["Default"].primarycolor == pysubs2.Color(255, 255, 0)
+    first = subs.events[0]
+    assert first.text.count("\\k") == len(first.plaintext.split())  # a syllable per word
+    burned = page.locator('#downloads a[download$=".subtitled.mp4"]').first
+    with page.expect_download() as download:
+        burned.click()
+    at = (first.start + first.end) / 2000
+    pixels = colour_frame(download.value.path(), at)
+    yellowness = (pixels[..., 0] + pixels[..., 1]) / 2 - pixels[..., 2]  # (white text, the box, navy: none)
+    assert (yellowness > 60).sum() > 20  # a lit word (small, and its colour halved by 4:2:0 chroma)
+    page.evaluate(f"() => {{ const v = document.querySelector('#preview video'); v.currentTime = {at:.2f}; }}")
+    page.wait_for_function("() => document.querySelector('#preview video').readyState >= 2")
+    page.wait_for_timeout(500)
+    screenshot(page, tmp_path, "screenshot-burn.png")

@@ -19,7 +19,7 @@ from conftest import ENGLISH, clip_path, ffmpeg, free_port
 from pipeline.ass import Style, ass_file, read_ass, style_of
 from pipeline.errors import SubtitleError
 from pipeline.jobs import JobResult, JobSpec, run_job
-from pipeline.media import ffmpeg_exe
+from pipeline.media import ffmpeg_exe, probe
 from pipeline.model import ModelCache, ModelOptions
 from pipeline.render import BurnOptions
 from pipeline.segment import Cue, Word
@@ -169,7 +169,8 @@ def colour_frame(video: Path, at: float) -> np.ndarray:
     raw = subprocess.run(
         [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
          "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout  # fmt: skip
-    return np.frombuffer(raw, np.uint8).reshape(360, 640, 3).astype(np.int16)
+    info = probe(video)
+    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
 
 
 @pytest.mark.slow
