@@ -263,3 +263,47 @@ def is_cjk(line: str) -> bool:
     """Mostly Chinese, Japanese or Korean characters (which count one by one and take no spaces)."""
     visible = [c for c in line if not c.isspace()]
     return bool(visible) and sum(bool(CJK.match(c)) for c in visible) >= len(visible) / 2
+
+
+def timed_words(cue: Cue) -> list[Word]:
+    """The cue's text as timed words which, joined, give the text back: each word keeps what comes before it (" ",
+    a line break, or nothing). An unedited cue keeps its measured times (its words spell its text, whitespace
+    aside); a cue whose words an edit changed, or that has none, gets its time spread over its words by their
+    length in characters. Times are kept within the cue and in order."""
+    measured = [w for w in cue.words or () if w.word.strip()]
+    flat = "".join(cue.text.split())
+    if measured and "".join("".join(w.word.split()) for w in measured) == flat:
+        out, at = [], 0
+        for w in measured:
+            token = "".join(w.word.split())
+            gap = re.match(r"\s*", cue.text[at:]).group()
+            # (a token may hold a line break where CJK wrapping cut it: its characters are found one by one)
+            piece, need = "", len(token)
+            rest = cue.text[at + len(gap) :]
+            for ch in rest:
+                piece += ch
+                need -= not ch.isspace()
+                if need == 0:
+                    break
+            out.append((("\n" if "\n" in gap else " " if gap else "") + piece, w.start))
+            at += len(gap) + len(piece)
+    else:
+        found = [(m.group(1), m.group(2)) for m in re.finditer(r"(\s*)(\S+)", cue.text)]
+        total = sum(len(t) for _, t in found) or 1
+        out, done = [], 0
+        for gap, token in found:
+            out.append(
+                (
+                    ("\n" if "\n" in gap else " " if gap else "") + token,
+                    cue.start + (cue.end - cue.start) * done / total,
+                )
+            )
+            done += len(token)
+    words, last = [], cue.start
+    for i, (text, start) in enumerate(out):
+        start = min(max(start, last), cue.end)
+        words.append(Word(start, cue.end, text if i else text.lstrip()))
+        if i:
+            words[-2] = replace(words[-2], end=start)
+        last = start
+    return words
