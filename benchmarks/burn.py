@@ -4,7 +4,8 @@
 
 The video: the English clips of ../shared/eval joined (9.2 min of speech, repeated up to --minutes) under a 1280x720 30 fps test pattern
 (testsrc2: moving, noisy, harder for x264 than most real footage). Prints a table: transcription (Whisper base,
-beam 5), then burn-in as a 60-second preview and of the whole video with the default settings and other presets.
+beam 5), then burn-in as a 60-second preview and of the whole video with the default settings, with the spoken word
+lit up (--highlight-words: an event per word for libass), and with other presets.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.longform import compose_eval  # noqa: E402
+from pipeline.cpu import cpu  # noqa: E402
 from pipeline.jobs import subtitle_file  # noqa: E402
 from pipeline.media import SAMPLE_RATE, ffmpeg_exe, probe  # noqa: E402
 from pipeline.model import load_model  # noqa: E402
-from pipeline.render import BurnOptions, burn  # noqa: E402
+from pipeline.render import BurnOptions, Style, burn  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,18 +54,21 @@ def main() -> None:
         minutes = probe(video).duration / 60
         model = load_model()
         started = time.monotonic()
-        result = subtitle_file(video, model)
+        result = subtitle_file(video, model)  # (word timestamps: the cue rules need them)
         rows.append(("transcription (base, beam 5)", time.monotonic() - started, None))
         runs = [("burn-in, 60-s preview (default: veryfast)", BurnOptions(preview_seconds=60)),
                 ("burn-in, whole video (default: ultrafast)", BurnOptions())]  # fmt: skip
-        runs += [(f"burn-in, whole video, {preset}", BurnOptions(preset=preset)) for preset in args.presets.split(",")]
+        runs.append(("burn-in, whole video, words lit up", BurnOptions(Style(highlight_words=True))))
+        presets = [preset for preset in args.presets.split(",") if preset]
+        runs += [(f"burn-in, whole video, {preset}", BurnOptions(preset=preset)) for preset in presets]
         for name, options in runs:
             out = Path(tmp) / "out.mp4"
             started = time.monotonic()
             burn(video, result.cues, out, result.info.language, options)
             rows.append((name, time.monotonic() - started, out.stat().st_size))
             out.unlink()
-    print(f"\n{minutes:.1f}-minute 1280x720 30 fps video (testsrc2 pattern, real speech), 2 CPU cores\n")
+    print(f"\nCPU: {cpu().describe()}")
+    print(f"{minutes:.1f}-minute 1280x720 30 fps video (testsrc2 pattern, real speech)\n")
     print("| step | wall time (s) | output size (MB) |")
     print("|---|---|---|")
     for name, seconds, size in rows:
