@@ -335,11 +335,6 @@ def _ass_colour(colour: str) -> str:
     return f"&H00{bb}{gg}{rr}".upper()  # ASS is &HAABBGGRR
 
 
-def _ass_time(seconds: float) -> str:
-    cs = max(0, round(seconds * 100))
-    return f"{cs // 360000}:{cs // 6000 % 60:02d}:{cs // 100 % 60:02d}.{cs % 100:02d}"
-
-
 def wrap_cjk(text: str, per_line: int) -> str:
     """Break lines longer than `per_line` characters into balanced lines, after punctuation when one is near.
 

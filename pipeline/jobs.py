@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.ass import Style, read_ass, style_of
+from pipeline.ass import CJK_LANGUAGES, Style, read_ass, style_of
 from pipeline.download import download
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.model import ModelCache, ModelOptions, OVWhisper
 from pipeline.outputs import title_stem, unique_stem, write_outputs
 from pipeline.plan import check_disk, check_job, plan_job, video_room
-from pipeline.render import CJK_LANGUAGES, PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
+from pipeline.render import PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
 from pipeline.segment import Cue, CueRules, Word, in_time_order
 from pipeline.segment import segment as segment_words
 from pipeline.subtitles import FORMATS, Labels, clean_cues, is_ass, parse, read_subtitles

@@ -22,17 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from pipeline.ass import (  # noqa: F401 (the look of subtitles lives in pipeline/ass.py; imported from here too)
-    CJK_FONT,
-    CJK_LANGUAGES,
-    LATIN_FONT,
-    SPEAKER_COLOURS,
-    Style,
-    _ass_text,
-    _ass_time,
-    to_ass,
-    wrap_cjk,
-)
+from pipeline.ass import CJK_FONT, LATIN_FONT, Style, to_ass  # (the look of subtitles: pipeline/ass.py)
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
 from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe

@@ -12,9 +12,10 @@ import pytest
 import srt
 from conftest import ENGLISH, clip_path, ffmpeg
 
+from pipeline.ass import Style, _ass_text, to_ass, wrap_cjk
 from pipeline.errors import SubtitleError
 from pipeline.media import ffmpeg_exe, probe
-from pipeline.render import BurnOptions, Style, _ass_text, _ass_time, burn, iso639_2, mux_soft, to_ass, wrap_cjk
+from pipeline.render import BurnOptions, burn, iso639_2, mux_soft
 from pipeline.segment import Cue
 
 TESSERACT = shutil.which("tesseract")
@@ -54,14 +55,6 @@ def test_cjk_style_is_scaled_to_look_the_same_size():
     ass = to_ass(CUES, 1280, 720)
     assert style_line(ass)[2] == "40" and style_line(ass, "CJK")[2] == "48"
     assert style_line(ass, "CJK")[1] == "Noto Sans CJK SC Regular" and style_line(ass)[1] == "DejaVu Sans"
-
-
-@pytest.mark.parametrize(
-    "seconds, text",
-    [(0, "0:00:00.00"), (1.234, "0:00:01.23"), (59.999, "0:01:00.00"), (3661.5, "1:01:01.50"), (36000, "10:00:00.00")],
-)
-def test_ass_time(seconds, text):
-    assert _ass_time(seconds) == text
 
 
 @pytest.mark.parametrize(
