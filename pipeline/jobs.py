@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.ass import CJK_LANGUAGES, Style, read_ass, style_of
+from pipeline.ass import CJK_LANGUAGES, DEFAULT_SIZE, Style, ass_file, read_ass, style_of
 from pipeline.download import download
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
@@ -434,10 +434,14 @@ class _Job:
             self.emit(FileWritten(i, burned))
         if spec.soft:
             self._report(i, "render", None, f"Adding a subtitle track to {source.title}")
+            styled = self.script  # (a style of its own: the MKV's track is ASS, styled; SRT otherwise)
+            if styled is None and spec.style != Style():
+                size = (media.width, media.height) if media.width and media.height else DEFAULT_SIZE
+                styled = ass_file(result.cues, *size, spec.style, result.info.language, labels)
             for suffix in (".subs.mkv", ".subs.mp4") if can_mux_mp4(media) else (".subs.mkv",):
                 path = mux_soft(source.media, result.cues, self.out_dir / f"{stem}{suffix}", result.info.language,
                                 media, self.stop, video_room(self.out_dir, self.policy, self.spent),
-                                labels)  # fmt: skip
+                                labels, styled)  # fmt: skip
                 self._spend(path, written)
                 outputs.append(path)
                 self.emit(FileWritten(i, path))

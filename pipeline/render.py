@@ -156,20 +156,27 @@ def mux_soft(
     stop: threading.Event | None = None,
     max_bytes: int | None = None,
     labels: Labels | str = Labels(),
+    script: str | None = None,
 ) -> Path:
-    """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT.
+    """Add the cues as a subtitle track, copying audio and video as they are: `.mp4` gets mov_text, `.mkv` SRT, or
+    with `script` (an ASS script: a style, words lit up, subtitles brought as ASS) that script, styled as it is.
     `media`: the video's probe, when the caller has it already. `max_bytes`: as for burn."""
     media = media or probe(video)
     codec = {".mp4": "mov_text", ".m4v": "mov_text", ".mov": "mov_text", ".mkv": "srt"}.get(out.suffix.lower())
     if codec is None:
         raise SubtitleError(f"Soft subtitles go into .mp4 or .mkv, not {out.suffix or 'a file without extension'}")
     with work_folder("mux", Path(out).resolve().parent) as work:
-        (work / "subs.srt").write_text(to_srt(cues, media.duration, labels), encoding="utf-8")
+        if codec == "srt" and script is not None:
+            codec, subs = "ass", "subs.ass"
+            (work / subs).write_text(script, encoding="utf-8")
+        else:
+            subs = "subs.srt"
+            (work / subs).write_text(to_srt(cues, media.duration, labels), encoding="utf-8")
         mp4 = codec == "mov_text"
         if mp4 and not can_mux_mp4(media):
             raise SubtitleError(f"{media.video_codec} video can't go into an MP4 without re-encoding: use .mkv")
         audio = "copy" if not mp4 or media.audio_codec in MP4_AUDIO or media.audio_codec is None else "aac"
-        args = [*ffmpeg_input(video), "-i", "subs.srt", "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
+        args = [*ffmpeg_input(video), "-i", subs, "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
                 "-c:v", "copy", "-c:a", audio, "-c:s", codec,
                 "-metadata:s:s:0", f"language={iso639_2(language, terminology=mp4)}",
                 "-disposition:s:0", "default"]  # fmt: skip

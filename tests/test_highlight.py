@@ -278,3 +278,30 @@ def test_an_ass_file_brought_burns_with_its_own_style(spoken, tmp_path):
     default = written.styles["Default"]
     assert (default.primarycolor, default.alignment) == (pysubs2.Color(255, 0, 0), pysubs2.Alignment.TOP_CENTER)
     assert [e.plaintext for e in written.events] == ["Karaoke words", "Second\nline here"]
+
+
+@pytest.mark.slow
+def test_a_styled_soft_track_is_the_ass_script(spoken, tmp_path):
+    """--soft with words lit up: the MKV's subtitle track is our .ass (styles and karaoke), not plain SRT; the MP4's
+    stays mov_text."""
+    folder, _ = spoken
+    given = _vtt_of(folder, tmp_path)  # (the cues of the first job, word times and all: nothing transcribed)
+    spec = JobSpec((folder / "clip.mp4",), formats=("ass",), soft=True, subtitles=given,
+                   style=Style(highlight_words=True, box=True))  # fmt: skip
+    result = next(e for e in run_job(spec, tmp_path / "out", ModelCache()) if isinstance(e, JobResult))
+    assert not result.failed, result.failed
+    outputs = {p.name.split(".", 1)[1]: p for p in result.files[0].outputs}
+    track = tmp_path / "track.ass"
+    ffmpeg("-i", str(outputs["subs.mkv"]), "-map", "0:s:0", "-c", "copy", str(track))
+    assert probe(outputs["subs.mkv"]).duration and "subs.mp4" in outputs
+    ours = pysubs2.SSAFile.from_string(outputs["ass"].read_text(encoding="utf-8"))
+    muxed = pysubs2.SSAFile.from_string(track.read_text(encoding="utf-8"))
+    assert muxed.styles["Default"] == ours.styles["Default"] and muxed.styles["Default"].borderstyle == 3
+    assert [e.text for e in muxed.events] == [e.text for e in ours.events] and "\\k" in muxed.events[0].text
+
+
+def _vtt_of(folder: Path, tmp_path: Path) -> Path:
+    """The first job's WebVTT (with its word times), copied out."""
+    target = tmp_path / "given.vtt"
+    shutil.copy(next((folder / "out").glob("*.vtt")), target)
+    return target
