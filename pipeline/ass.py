@@ -308,25 +308,33 @@ def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
 
 
 def style_of(script: str) -> Style:
-    """Our Style nearest an ASS script's Default style (or its first): size and margin from its PlayResY, the
-    colours of its text and outline, a box when its BorderStyle is 3, top when it aligns to the top."""
+    """Our Style nearest an ASS script's Default style (or its first): size and margin from its picture (PlayResX,
+    PlayResY), the colours of its text and outline, a box when its BorderStyle is 3, top when it aligns to the top.
+    A karaoke script's text is its SecondaryColour until lit, in its PrimaryColour: the highlight."""
     import pysubs2
 
     subs = pysubs2.SSAFile.from_string(script, format_="ass")
     found = subs.styles.get("Default") or next(iter(subs.styles.values()), None)
     if found is None:
         return Style()
-    height = float(subs.info.get("PlayResY") or 288)  # (ASS's default when a script gives none)
-    hex_of = lambda c: f"#{c.r:02X}{c.g:02X}{c.b:02X}"  # noqa: E731
-    top = int(found.alignment) in (7, 8, 9)
+    height = float(subs.info.get("PlayResY") or 288)  # (ASS's defaults when a script gives none)
+    shorter = min(float(subs.info.get("PlayResX") or height * 4 / 3), height)
+    karaoke = any(_KARAOKE.search(e.text) for e in subs.events)
+    text, lit = (found.secondarycolor, found.primarycolor) if karaoke else (found.primarycolor, None)
     return Style(
-        font_size=min(max(found.fontsize / height, 0.01), 0.5),
-        position="top" if top else "bottom",
-        text_colour=hex_of(found.primarycolor),
-        outline_colour=hex_of(found.outlinecolor),
+        font_size=min(max(found.fontsize / shorter, 0.01), 0.5),
+        position="top" if int(found.alignment) in (7, 8, 9) else "bottom",
+        text_colour=_hex(text),
+        outline_colour=_hex(found.outlinecolor),
         box=found.borderstyle == 3,
         margin=min(found.marginv / height, 0.5),
+        highlight_words=karaoke,
+        highlight_colour=_hex(lit) if lit else Style.highlight_colour,
     )
+
+
+def _hex(colour) -> str:
+    return f"#{colour.r:02X}{colour.g:02X}{colour.b:02X}"
 
 
 def _ass_colour(colour: str) -> str:

@@ -319,8 +319,9 @@ class _Job:
             text = read_subtitles(Path(spec.subtitles))
             if is_ass(text):  # burned in as it is, its own styles; its Default style is the look of our .ass
                 cues, self.script = read_ass(text, Path(spec.subtitles).name)
-                if spec.style == Style():
-                    look = replace(style_of(self.script), highlight_words=spec.style.highlight_words)
+                if spec.style in (Style(), Style(highlight_words=True)):
+                    look = style_of(self.script)  # (karaoke in it: lit words in ours too)
+                    look = replace(look, highlight_words=look.highlight_words or spec.style.highlight_words)
                     self.spec = spec = replace(spec, style=look)
             else:
                 cues = parse(text)

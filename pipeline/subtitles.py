@@ -313,8 +313,8 @@ _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 def cue_blocks(text: str) -> Iterator[tuple[float, float, str, str | None, tuple[Word, ...] | None]]:
     """(start, end, text, speaker, words) of each cue of SRT or WebVTT text, empty ones too (the speaker: a WebVTT
-    cue's first voice span's name, else None; words: timed by a WebVTT cue's timestamps, else None); tolerant of a BOM, CRLF, '.' for ',',
-    missing or wrong cue numbers and extra blank lines. SubtitleError when the text is over MAX_SUBTITLE_CHARS, has
+    cue's first voice span's name, else None; words: timed by a WebVTT cue's timestamps, else None); tolerant of a
+    BOM, CRLF, '.' for ',', missing or wrong cue numbers and extra blank lines. SubtitleError when the text is over MAX_SUBTITLE_CHARS, has
     more than MAX_CUES cues or a cue longer than MAX_CUE_CHARS (checked before the cue is parsed), or a time out of
     range."""
     if len(text) > MAX_SUBTITLE_CHARS:

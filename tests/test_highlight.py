@@ -140,9 +140,18 @@ def test_an_ass_file_people_bring():
     assert [(c.start, c.end, c.text) for c in cues] == [(0.5, 2.0, "Karaoke words"), (4.5, 6.0, "Second\nline here")]
     assert spans(list(cues[0].words)) == [("Karaoke", 0.5, 1.0), (" words", 1.0, 2.0)]  # \k syllables: words
     assert "Style: Default,DejaVu Sans,36,&H000000FF" in script  # burned with its own style
-    # its style as ours: size and margin by its PlayResY, red text, a box at the top
-    assert style_of(script) == Style(font_size=0.1, position="top", text_colour="#FF0000", outline_colour="#000000",
-                                     box=True, margin=0.05)  # fmt: skip
+    # its style as ours: size and margin by its picture, a box at the top; karaoke: white text lit in red
+    assert style_of(script) == Style(font_size=0.1, position="top", text_colour="#FFFFFF", outline_colour="#000000",
+                                     box=True, margin=0.05, highlight_words=True, highlight_colour="#FF0000")  # fmt: skip
+    # our own .ass back: the same style (sizes to the pixel; no margin given: the automatic one)
+    for style in (Style(), Style(font_size=0.07, text_colour="#00FFFF", box=True, margin=0.1, position="top"),
+                  Style(highlight_words=True, highlight_colour="#FF8000")):  # fmt: skip
+        for width, height in ((1280, 720), (1080, 1920)):
+            back = style_of(ass_file(HOSTILE, width, height, style))
+            margin = style.margin if style.margin is not None else 0.15 if height > width else 0.06
+            assert abs(back.font_size - style.font_size) < 1 / min(width, height)
+            assert abs(back.margin - margin) < 1 / height
+            assert replace(back, font_size=style.font_size, margin=style.margin) == style
     for broken in ("[Script Info]\nnot ass at all", "[Script Info]\n[Events]\nFormat: Start\n"):
         with pytest.raises(SubtitleError):
             read_ass(broken)
