@@ -422,8 +422,8 @@ class SubtitleApp:
 
 def form_to_spec(**form) -> JobSpec:
     """The JobSpec the page's form asks for (pure: no Gradio), by FORM's names; a name not given takes its default.
-    Sizes and margins are in % on the page. With `subtitles` (an SRT or WebVTT file), those are the cues: nothing is
-    transcribed."""
+    Sizes and margins are in % on the page. With `subtitles` (an SRT, WebVTT or ASS file), those are the cues:
+    nothing is transcribed."""
     unknown = set(form) - set(DEFAULTS)
     if unknown:
         raise OptionError(sorted(unknown)[0], f"Unknown option {sorted(unknown)[0]!r}")

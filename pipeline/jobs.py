@@ -61,7 +61,7 @@ class JobSpec:
     formats: tuple[str, ...] = ("srt",)  # subtitle files to write, from FORMATS
     burn: BurnOptions | None = None  # also <stem>.subtitled.mp4 with the cues burned in (inputs with a picture)
     soft: bool = False  # also <stem>.subs.mkv (and .subs.mp4 when the codecs allow) with a subtitle track
-    subtitles: Path | None = None  # an SRT or WebVTT file to use as the cues instead of transcribing (one input)
+    subtitles: Path | None = None  # an SRT, WebVTT or ASS file: the cues, instead of transcribing (one input)
     # also <stem>.preview.mp4 (or .webm) that a browser plays, made by our ffmpeg (render.preview): when no video is
     # burned in, the page plays it with the subtitles as a track
     preview: bool = False
