@@ -269,10 +269,21 @@ def timed_words(cue: Cue) -> list[Word]:
     """The cue's text as timed words which, joined, give the text back: each word keeps what comes before it (" ",
     a line break, or nothing). An unedited cue keeps its measured times (its words spell its text, whitespace
     aside); a cue whose words an edit changed, or that has none, gets its time spread over its words by their
-    length in characters. Times are kept within the cue and in order."""
+    length in characters. A label put before the words ("Speaker 1: ") shows from the cue's start. Times are kept
+    within the cue and in order."""
     measured = [w for w in cue.words or () if w.word.strip()]
     flat = "".join(cue.text.split())
-    if measured and "".join("".join(w.word.split()) for w in measured) == flat:
+    spelled = "".join("".join(w.word.split()) for w in measured)
+    if spelled and flat != spelled and flat.endswith(spelled):  # a label before the words: its own words, untimed
+        label, need = "", len(flat) - len(spelled)
+        for ch in cue.text:
+            if need == 0:
+                break
+            label += ch
+            need -= not ch.isspace()
+        measured = [Word(cue.start, cue.start, token) for token in label.split()] + measured
+        spelled = flat
+    if measured and spelled == flat:
         out, at = [], 0
         for w in measured:
             token = "".join(w.word.split())

@@ -52,6 +52,9 @@ def spans(words: list[Word]) -> list[tuple[str, float, float]]:
         # Chinese: one measured word per character, a line break put in by wrapping
         (Cue(0.0, 1.0, "字幕\n测试", tuple(Word(i / 4, (i + 1) / 4, c) for i, c in enumerate("字幕测试"))),
          [("字", 0.0, 0.25), ("幕", 0.25, 0.5), ("\n测", 0.5, 0.75), ("试", 0.75, 1.0)]),
+        # a speaker's name before the words (labels "names"): shown from the start, the words keep their times
+        (Cue(1.0, 3.0, "Alice: Hello there\nworld", MEASURED.words),
+         [("Alice:", 1.0, 1.1), (" Hello", 1.1, 1.5), (" there", 1.5, 2.2), ("\nworld", 2.2, 3.0)]),
         # measured times outside the cue or out of order are kept within it, in order
         (Cue(1.0, 2.0, "x y", (Word(0.5, 1.2, " x"), Word(0.9, 2.5, " y"))), [("x", 1.0, 1.0), (" y", 1.0, 2.0)]),
     ],
