@@ -318,7 +318,8 @@ class SubtitleApp:
             known = [self._timed.get(_cue_key(client, cue)) for cue in cues]
         if not any(known):
             return text
-        return to_vtt([replace(c, words=w) if w else c for c, w in zip(cues, known)], None, "none", words=True)
+        cues = [replace(c, words=w) if w else c for c, w in zip(cues, known)]
+        return to_vtt(cues, None, "none", words=True, spread=False)  # (edited cues: no times made up in the file)
 
     def _run(self, spec: JobSpec, client: str = "") -> Iterator[tuple]:
         """The job's events as page updates: the status line (stage, %, elapsed, time left) at least every second,

@@ -140,15 +140,22 @@ def to_srt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | 
 
 
 def to_vtt(
-    cues: Sequence[Cue], duration: float | None = None, labels: Labels | str = Labels(), words: bool = False
+    cues: Sequence[Cue],
+    duration: float | None = None,
+    labels: Labels | str = Labels(),
+    words: bool = False,
+    spread: bool = True,
 ) -> str:
     """WebVTT; a cue with a speaker is a voice span (<v Speaker 1>), each line of a dialogue cue its own. With
-    `words`, each word after a cue's first is preceded by the time it is spoken (<00:00:01.250>, timed_words), which
-    browsers and YouTube use to light the words up."""
+    `words`, each word is preceded by the time it is spoken (<00:00:01.250>, timed_words), which browsers and
+    YouTube use to light the words up; without `spread`, only in cues whose words carry times."""
     blocks = []
     for group in shown(clean_cues(cues, duration), labels):
         dash = "- " if len(group) > 1 else ""
-        lines = "\n".join(voice_tag(c.speaker) + dash + (vtt_words(c) if words else vtt_text(c.text)) for c in group)
+        timed = [words and (spread or bool(c.words)) for c in group]
+        lines = "\n".join(
+            voice_tag(c.speaker) + dash + (vtt_words(c) if t else vtt_text(c.text)) for c, t in zip(group, timed)
+        )
         blocks.append(f"{format_timestamp(group[0].start, '.')} --> {format_timestamp(group[-1].end, '.')}\n{lines}\n")
     return "WEBVTT\n\n" + "\n".join(blocks)
 

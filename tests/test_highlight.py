@@ -80,6 +80,8 @@ def test_webvtt_word_times_are_inline_timestamps_and_read_back(cue, text):
         assert spans(timed_words(back)) == spans(timed_words(cue))
         assert to_vtt([back], words=True) == vtt
     assert to_vtt([cue]) == to_vtt([back])  # without --highlight-words: as before, no timestamps
+    if cue.words is None:  # no times of its own: none made up unless asked (the page's edited cues)
+        assert to_vtt([cue], words=True, spread=False) == to_vtt([cue])
 
 
 HOSTILE = [
