@@ -30,6 +30,7 @@ import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import FORMATS, SubtitleError, TranscribeOptions
+from pipeline.ass import read_ass, style_of
 from pipeline.check import check, parse_srt
 from pipeline.cpu import usable_cores
 from pipeline.download import SITES
@@ -51,7 +52,7 @@ from pipeline.model import ModelOptions, resolve_precision
 from pipeline.outputs import write_outputs, zip_outputs
 from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
 from pipeline.segment import Cue, CueRules, Word
-from pipeline.subtitles import Labels, format_timestamp, parse, to_vtt
+from pipeline.subtitles import Labels, format_timestamp, is_ass, parse, read_subtitles, to_vtt
 from pipeline.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 from pipeline.transcribe import LANGUAGES
 from pipeline.turns import turn_options
@@ -421,6 +422,25 @@ class SubtitleApp:
         return about, status, cue_table(rows, several), preview, [str(p) for p in downloads]
 
 
+STYLE_FIELDS = ("font_size", "position", "text_colour", "outline_colour", "box", "margin", "highlight_words",
+                "highlight_colour")  # fmt: skip
+
+
+def style_fields(path: str | None) -> dict[str, Any]:
+    """The page's style fields (STYLE_FIELDS, in the page's units) from an ASS file's Default style
+    (pipeline.ass.style_of); empty for another file, or one that cannot be read (the job says why)."""
+    try:
+        text = read_subtitles(Path(path)) if path else ""
+        if not is_ass(text):
+            return {}
+        style = style_of(read_ass(text, Path(path).name)[1])
+    except SubtitleError:
+        return {}
+    values = {name: getattr(style, name) for name in STYLE_FIELDS}
+    # (in the page's steps: 0.5 % of text size, 1 % of margin)
+    return values | {"font_size": round(200 * style.font_size) / 2, "margin": round(100 * (style.margin or 0))}
+
+
 def form_to_spec(**form) -> JobSpec:
     """The JobSpec the page's form asks for (pure: no Gradio), by FORM's names; a name not given takes its default.
     Sizes and margins are in % on the page. With `subtitles` (an SRT, WebVTT or ASS file), those are the cues:
@@ -588,6 +608,11 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             rename = gr.Button("Rename in every cue", elem_id="rename")
         files = widgets["files"]
         files.upload(app.describe, [files, seen], [files, about, seen], show_progress="hidden")
+        styled = [widgets[name] for name in STYLE_FIELDS]  # an ASS file brought: its look in the style fields
+        widgets["subtitles"].upload(
+            lambda path: [style_fields(path).get(name, gr.skip()) for name in STYLE_FIELDS], widgets["subtitles"],
+            styled, show_progress="hidden",
+        )  # fmt: skip
         form = [widgets[name] for name in DEFAULTS]
         results = [about, status, cues, preview, downloads]
         job = button.click(endpoint(app.subtitle), form, results, api_name="subtitle", show_progress="hidden")

@@ -313,3 +313,16 @@ def test_light_up_the_words_then_burn_and_download_the_ass(page, videos, tmp_pat
     page.wait_for_function("() => document.querySelector('#preview video').readyState >= 2")
     page.wait_for_timeout(500)
     screenshot(page, tmp_path, "screenshot-burn.png")
+
+
+def test_an_ass_file_brought_sets_the_style_fields(page, tmp_path):
+    """Dropping an ASS file on *Your own subtitles*: the style fields show its look (top, a box, its size)."""
+    from test_highlight import BROUGHT
+
+    brought = tmp_path / "theirs.ass"
+    brought.write_text(BROUGHT, encoding="utf-8")
+    page.get_by_text("Video with subtitles").click()
+    page.locator("#subtitles input[type=file]").set_input_files(str(brought))
+    page.wait_for_function("() => document.querySelector('#highlight input').checked", timeout=30_000)
+    assert page.get_by_label("Top", exact=True).is_checked()
+    assert page.get_by_label("Box behind the text").is_checked()

@@ -319,3 +319,24 @@ def _vtt_of(folder: Path, tmp_path: Path) -> Path:
     target = tmp_path / "given.vtt"
     shutil.copy(next((folder / "out").glob("*.vtt")), target)
     return target
+
+
+@pytest.mark.parametrize(
+    "text, fields",
+    [
+        (BROUGHT, {"font_size": 10.0, "position": "top", "text_colour": "#FFFFFF", "outline_colour": "#000000",
+                   "box": True, "margin": 5, "highlight_words": True, "highlight_colour": "#FF0000"}),
+        (ass_file(HOSTILE, 1280, 720, Style(font_size=0.07, text_colour="#00FFFF")),
+         {"font_size": 7.0, "position": "bottom", "text_colour": "#00FFFF", "outline_colour": "#000000", "box": False,
+          "margin": 6, "highlight_words": False, "highlight_colour": "#FFFF00"}),
+        ("1\n00:00:01,000 --> 00:00:02,000\nan SRT file\n", {}),  # not ASS: the fields stay as they are
+        ("[Script Info]\nnot ass at all", {}),  # broken: the same (the job says why)
+    ],
+)  # fmt: skip
+def test_an_ass_file_on_the_page_fills_its_style_fields(text, fields, tmp_path):
+    from app import STYLE_FIELDS, style_fields
+
+    path = tmp_path / "brought.ass"
+    path.write_text(text, encoding="utf-8")
+    got = style_fields(str(path))
+    assert got == fields and set(got) in (set(), set(STYLE_FIELDS))
