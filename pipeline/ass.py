@@ -132,7 +132,7 @@ def to_ass(
     (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour; with style.highlight_words, an
     event per word, that word in the highlight colour."""
     events = []
-    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels):
+    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels, False):
         start, end = _cs(group[0].start), _cs(group[-1].end)
         if not style.highlight_words:
             events.append(_event(start, end, style_name, _compose(pieces, colours, _ass_text)))
@@ -160,7 +160,8 @@ def ass_file(
     Edit or to mux as a styled track; with style.highlight_words, each word a karaoke syllable (\\k), whose
     durations add up to its cue's (in centiseconds)."""
     events = []
-    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels):
+    karaoke = style.highlight_words
+    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels, karaoke):
         start, end = _cs(group[0].start), _cs(group[-1].end)
         if not style.highlight_words:
             events.append(_event(start, end, style_name, _compose(pieces, colours, _file_text)))
@@ -184,9 +185,9 @@ class _Piece:
     dash: str = ""
 
 
-def _groups(cues, width, height, style, language, labels):
+def _groups(cues, width, height, style, language, labels, karaoke: bool):
     """Each shown cue (pipeline.subtitles.shown): its cues, its style's name, its timed pieces, each cue's colour
-    tag (empty without speaker colours)."""
+    tag (empty without speaker colours; with `karaoke`, the colour before a word is lit)."""
     size = max(8, round(style.font_size * min(width, height)))
     margin_h = round(0.05 * width)
     cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
@@ -201,7 +202,7 @@ def _groups(cues, width, height, style, language, labels):
             colour = ""
             if style.speaker_colours and cue.speaker is not None:
                 rgb = known.setdefault(cue.speaker, palette[len(known) % len(palette)])
-                tag = "\\2c" if style.highlight_words else "\\c"  # (karaoke lights the primary colour)
+                tag = "\\2c" if karaoke else "\\c"  # (karaoke lights the primary colour)
                 colour = "{" + tag + "&H" + _ass_colour(rgb)[4:] + "&}"  # (\c takes &HBBGGRR&)
             colours.append(colour)
             for k, w in enumerate(timed_words(cue)):

@@ -16,7 +16,7 @@ import pysubs2
 import pytest
 from conftest import ENGLISH, clip_path, ffmpeg, free_port
 
-from pipeline.ass import Style, ass_file, read_ass, style_of
+from pipeline.ass import Style, ass_file, read_ass, style_of, to_ass
 from pipeline.errors import SubtitleError
 from pipeline.jobs import JobResult, JobSpec, run_job
 from pipeline.media import ffmpeg_exe, probe
@@ -340,3 +340,17 @@ def test_an_ass_file_on_the_page_fills_its_style_fields(text, fields, tmp_path):
     path.write_text(text, encoding="utf-8")
     got = style_fields(str(path))
     assert got == fields and set(got) in (set(), set(STYLE_FIELDS))
+
+
+def test_speaker_colours_with_words_lit_up():
+    """Each speaker keeps a colour while words light up: burned in, the speaker's colour (\\c) with the lit word in
+    the highlight colour; in the .ass, the speaker's colour before a word is lit (\\2c)."""
+    cues = [Cue(0.0, 1.0, "Hi there", None, "Speaker 1"), Cue(2.0, 3.0, "Yes", None, "Speaker 2")]
+    style = Style(speaker_colours=True, highlight_words=True, highlight_colour="#FF00FF")
+    burned = pysubs2.SSAFile.from_string(to_ass(cues, 640, 360, style, "en", "none"))
+    second = [e.text for e in burned.events if e.start >= 2000]
+    assert second and all(t.startswith("{\\c&H00FFFF&}") for t in second)  # yellow speaker, as \c
+    assert "{\\c&HFF00FF&}Yes{\\c&H00FFFF&}" in second[0]  # lit in magenta, then back to the speaker's yellow
+    assert "\\2c" not in "".join(e.text for e in burned.events)
+    karaoke = pysubs2.SSAFile.from_string(ass_file(cues, 640, 360, style, "en", "none"))
+    assert karaoke.events[1].text.startswith("{\\2c&H00FFFF&}{\\k")
