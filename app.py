@@ -306,8 +306,9 @@ class SubtitleApp:
             for f in result.files:
                 for cue in f.result.cues:
                     if cue.words:
-                        self._timed[_cue_key(client, cue)] = cue.words
-                        self._timed.move_to_end(_cue_key(client, cue))
+                        key = _cue_key(client, cue)
+                        self._timed[key] = cue.words
+                        self._timed.move_to_end(key)
             while len(self._timed) > MAX_TIMED_CUES:
                 self._timed.popitem(last=False)
 

@@ -82,10 +82,7 @@ def _styles(style: Style, width: int, height: int, karaoke: bool) -> dict:
 
     text = _rgb(style.text_colour)
     lit = _rgb(style.highlight_colour) if karaoke else text
-    size = max(8, round(style.font_size * min(width, height)))
-    vertical = height > width
-    margin_v = round((style.margin if style.margin is not None else 0.15 if vertical else 0.06) * height)
-    margin_h = round(0.05 * width)
+    size, margin_h, margin_v = _layout(style, width, height)
     outline = _rgb(style.outline_colour)
     if style.box:  # BorderStyle 3: an opaque box in the outline colour, made translucent by its alpha
         border_style, border, shadow, outline = 3, max(2, size // 6), 0.0, replace(outline, a=0x40)
@@ -131,21 +128,7 @@ def to_ass(
     """The ASS script libass burns into a `width` x `height` video: speakers shown as `labels` says
     (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour; with style.highlight_words, an
     event per word, that word in the highlight colour."""
-    events = []
-    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels, False):
-        start, end = _cs(group[0].start), _cs(group[-1].end)
-        if not style.highlight_words:
-            events.append(_event(start, end, style_name, _compose(pieces, colours, _ass_text)))
-            continue
-        bounds = _bounds(pieces, start, end)
-        lit = "{\\c&H" + _ass_colour(style.highlight_colour)[4:] + "&}"
-        if bounds[0] > start:
-            events.append(_event(start, bounds[0], style_name, _compose(pieces, colours, _ass_text)))
-        for i in range(len(pieces)):
-            a, b = bounds[i], bounds[i + 1]
-            if b > a:
-                events.append(_event(a, b, style_name, _compose(pieces, colours, _ass_text, lit=(i, lit))))
-    return _script(width, height, _styles(style, width, height, False), events)
+    return _render(cues, width, height, style, language, labels, file=False)
 
 
 def ass_file(
@@ -159,18 +142,42 @@ def ass_file(
     """The .ass subtitle file: the look of `style` on a `width` x `height` picture, to edit in Aegisub or Subtitle
     Edit or to mux as a styled track; with style.highlight_words, each word a karaoke syllable (\\k), whose
     durations add up to its cue's (in centiseconds)."""
+    return _render(cues, width, height, style, language, labels, file=True)
+
+
+def _render(cues, width, height, style, language, labels, file: bool) -> str:
+    """to_ass (`file` False: libass's escapes, lit words as an event each) or ass_file (portable text, karaoke)."""
+    escape = _file_text if file else _ass_text
+    karaoke = file and style.highlight_words
+    lit = "{\\c&H" + _ass_colour(style.highlight_colour)[4:] + "&}"
     events = []
-    karaoke = style.highlight_words
     for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels, karaoke):
         start, end = _cs(group[0].start), _cs(group[-1].end)
         if not style.highlight_words:
-            events.append(_event(start, end, style_name, _compose(pieces, colours, _file_text)))
+            events.append(_event(start, end, style_name, _compose(pieces, colours, escape)))
             continue
         bounds = _bounds(pieces, start, end)
-        lead = f"{{\\k{bounds[0] - start}}}" if bounds[0] > start else ""
-        ks = [bounds[i + 1] - bounds[i] for i in range(len(pieces))]
-        events.append(_event(start, end, style_name, lead + _compose(pieces, colours, _file_text, ks=ks)))
-    return _script(width, height, _styles(style, width, height, style.highlight_words), events)
+        if karaoke:
+            lead = f"{{\\k{bounds[0] - start}}}" if bounds[0] > start else ""
+            ks = [bounds[i + 1] - bounds[i] for i in range(len(pieces))]
+            events.append(_event(start, end, style_name, lead + _compose(pieces, colours, escape, ks=ks)))
+            continue
+        if bounds[0] > start:
+            events.append(_event(start, bounds[0], style_name, _compose(pieces, colours, escape)))
+        for i in range(len(pieces)):
+            if bounds[i + 1] > bounds[i]:
+                text = _compose(pieces, colours, escape, lit=(i, lit))
+                events.append(_event(bounds[i], bounds[i + 1], style_name, text))
+    return _script(width, height, _styles(style, width, height, karaoke), events)
+
+
+def _layout(style: Style, width: int, height: int) -> tuple[int, int, int]:
+    """(font size, side margin, vertical margin) in the picture's pixels: the size a fraction of its shorter side;
+    without a margin given, 6 % of the height, 15 % on vertical video (clear of the phone apps' buttons)."""
+    size = max(8, round(style.font_size * min(width, height)))
+    vertical = height > width
+    margin_v = round((style.margin if style.margin is not None else 0.15 if vertical else 0.06) * height)
+    return size, round(0.05 * width), margin_v
 
 
 @dataclass(frozen=True)
@@ -188,8 +195,7 @@ class _Piece:
 def _groups(cues, width, height, style, language, labels, karaoke: bool):
     """Each shown cue (pipeline.subtitles.shown): its cues, its style's name, its timed pieces, each cue's colour
     tag (empty without speaker colours; with `karaoke`, the colour before a word is lit)."""
-    size = max(8, round(style.font_size * min(width, height)))
-    margin_h = round(0.05 * width)
+    size, margin_h, _ = _layout(style, width, height)
     cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
     palette = [style.text_colour.upper()] + [c for c in SPEAKER_COLOURS if c != style.text_colour.upper()]
     known: dict[str, str] = {}  # each speaker's colour, in the order they first speak

@@ -306,6 +306,7 @@ class _Job:
         size = next((k for k in _PRIOR_RATE if Path(spec.model.model).name.startswith(k)), None)
         self.rate_key = (spec.model.model, spec.model.precision, spec.transcribe.beam_size, spec.transcribe.batch_size)
         self.rate = _RATES.get(self.rate_key, _PRIOR_RATE.get(size, 0.2))  # seconds of work per second of audio
+        self.script: str | None = None  # an ASS file brought as the cues: burned (and muxed) as it is
 
     def run(self) -> JobResult:
         spec = self.spec
@@ -314,7 +315,7 @@ class _Job:
         failed = [self._failed(i, SubtitleError(message)) for i, message in plan.failed]
         for s in plan.skipped:
             self.emit(s)
-        cues = self.script = None
+        cues = None
         if spec.subtitles is not None:
             text = read_subtitles(Path(spec.subtitles))
             if is_ass(text):  # burned in as it is, its own styles; its Default style is the look of our .ass
