@@ -3,7 +3,7 @@
     python app.py [--host 127.0.0.1] [--port 7860] [--model base] [--concurrency 1] ...   (--help lists all)
 
 The UI knows nothing about models or ffmpeg: `build_ui(app)` wraps `SubtitleApp.subtitle`, a generator that runs
-a job on its executor (pipeline.executors: in this process, or on a Ray cluster with --ray) and turns its progress,
+a job on its executor (pipeline.jobs.executors: in this process, or on a Ray cluster with --ray) and turns its progress,
 sources and cues into page updates. The same function is the API endpoint `/subtitle` (see the README for a gradio_client example).
 """
 
@@ -30,14 +30,15 @@ import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import FORMATS, SubtitleError, TranscribeOptions
-from pipeline.ass import read_ass, style_of
-from pipeline.check import check, parse_srt
+from pipeline.asr.model import ModelOptions, resolve_precision
+from pipeline.asr.results import Word
+from pipeline.asr.transcribe import LANGUAGES
 from pipeline.cpu import usable_cores
-from pipeline.download import SITES
 from pipeline.errors import OptionError
-from pipeline.executors import Executor, add_arguments, executor
 from pipeline.files import sweep
-from pipeline.jobs import (
+from pipeline.jobs.executors import Executor, add_arguments, executor
+from pipeline.jobs.outputs import write_outputs, zip_outputs
+from pipeline.jobs.run import (
     CueDecoded,
     FileFailed,
     JobResult,
@@ -47,15 +48,15 @@ from pipeline.jobs import (
     Source,
     SourceFound,
 )
-from pipeline.media import Limits, hms, probe
-from pipeline.model import ModelOptions, resolve_precision
-from pipeline.outputs import write_outputs, zip_outputs
-from pipeline.render import PREVIEW_SECONDS, BurnOptions, Style
-from pipeline.segment import Cue, CueRules, Word
-from pipeline.subtitles import Labels, format_timestamp, is_ass, parse, read_subtitles, to_vtt
-from pipeline.table import cue_table, rename_speaker, table_cells, table_to_subtitles
-from pipeline.transcribe import LANGUAGES
-from pipeline.turns import turn_options
+from pipeline.media.audio import Limits, hms, probe
+from pipeline.media.download import SITES
+from pipeline.media.video import PREVIEW_SECONDS, BurnOptions, Style
+from pipeline.speakers.turns import turn_options
+from pipeline.subtitles.ass import read_ass, style_of
+from pipeline.subtitles.check import check, parse_srt
+from pipeline.subtitles.cues import Cue, CueRules
+from pipeline.subtitles.formats import Labels, format_timestamp, is_ass, parse, read_subtitles, to_vtt
+from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 
 log = logging.getLogger("subtitle-generator")
 KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
@@ -429,7 +430,7 @@ STYLE_FIELDS = ("font_size", "position", "text_colour", "outline_colour", "box",
 
 def style_fields(path: str | None) -> dict[str, Any]:
     """The page's style fields (STYLE_FIELDS, in the page's units) from an ASS file's Default style
-    (pipeline.ass.style_of); empty for another file, or one that cannot be read (the job says why)."""
+    (pipeline.subtitles.ass.style_of); empty for another file, or one that cannot be read (the job says why)."""
     try:
         text = read_subtitles(Path(path)) if path else ""
         if not is_ass(text):

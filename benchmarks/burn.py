@@ -22,11 +22,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.longform import compose_eval  # noqa: E402
+from pipeline.asr.model import load_model  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.jobs import subtitle_file  # noqa: E402
-from pipeline.media import SAMPLE_RATE, ffmpeg_exe, probe  # noqa: E402
-from pipeline.model import load_model  # noqa: E402
-from pipeline.render import BurnOptions, Style, burn  # noqa: E402
+from pipeline.jobs.run import subtitle_file  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE, ffmpeg_exe, probe  # noqa: E402
+from pipeline.media.video import BurnOptions, Style, burn  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

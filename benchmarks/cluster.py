@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import compose, load_clips, wer  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.media import SAMPLE_RATE  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
 
 
 def write_wav(audio: np.ndarray, path: Path) -> None:

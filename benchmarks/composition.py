@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.media import SAMPLE_RATE, load_audio
+from pipeline.media.audio import SAMPLE_RATE, load_audio
 
 FRAME = SAMPLE_RATE // 100  # 10 ms
 RUN = 5  # 50 ms of frames above the level
@@ -168,7 +168,7 @@ def _tempo(samples: np.ndarray, factor: float) -> np.ndarray:
     """The clip spoken `factor` times faster, pitch kept (ffmpeg's atempo, our pinned ffmpeg)."""
     import subprocess
 
-    from pipeline.media import ffmpeg_exe
+    from pipeline.media.audio import ffmpeg_exe
 
     pcm = (np.clip(samples, -1, 1) * 32767).astype(np.int16).tobytes()
     cmd = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1",

@@ -40,9 +40,9 @@ def main() -> None:
     from whisper.tokenizer import get_tokenizer
 
     from benchmarks.speed import recordings
+    from pipeline.asr.model import ModelOptions, _bind_cross_kv, load_model
+    from pipeline.asr.transcribe import window_mel
     from pipeline.cpu import cpu
-    from pipeline.model import ModelOptions, _bind_cross_kv, load_model
-    from pipeline.transcribe import window_mel
 
     model = load_model(ModelOptions())
     tokenizer = get_tokenizer(True, num_languages=model.num_languages, language="en", task="transcribe")

@@ -5,7 +5,7 @@
 Prints a table: engine, WER (whisper's EnglishTextNormalizer, pooled), wall time, real-time factor, peak RSS.
 "ours-per-clip" transcribes each clip on its own (the per-clip WER that long-form should match); "ours-no-vad"
 turns voice activity detection off. Engines whose name ends in "-cues" run the whole subtitle path (word timing,
-cue rules) and add a second table: cues, how many pass `pipeline.check`, and how close cue starts are to each clip's
+cue rules) and add a second table: cues, how many pass `pipeline.subtitles.check`, and how close cue starts are to each clip's
 speech onset (benchmarks/composition.py).
 All engines use the same weights (the embedded Whisper base). Run them in one invocation: the machine is noisy,
 so compare ratios within one run rather than numbers across runs.
@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.composition import Composition, compose, load_clips, onset_errors, wer  # noqa: E402
-from pipeline.media import SAMPLE_RATE  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
 
 GAP_SECONDS = 1.5
 
@@ -37,8 +37,8 @@ def compose_eval(eval_dir: Path, language: str = "en", gap: float = GAP_SECONDS)
 
 
 def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", vad: bool = True) -> str:
-    from pipeline.model import ModelOptions, load_model
-    from pipeline.transcribe import TranscribeOptions, transcribe
+    from pipeline.asr.model import ModelOptions, load_model
+    from pipeline.asr.transcribe import TranscribeOptions, transcribe
 
     model = load_model(ModelOptions(precision=precision))
     segments, _ = transcribe(audio, model, TranscribeOptions(language="en", beam_size=beam_size, vad=vad))
@@ -46,8 +46,8 @@ def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", v
 
 
 def run_ours_per_clip(comp: Composition) -> str:
-    from pipeline.model import load_model
-    from pipeline.transcribe import TranscribeOptions, transcribe
+    from pipeline.asr.model import load_model
+    from pipeline.asr.transcribe import TranscribeOptions, transcribe
 
     model = load_model()
     texts = []
@@ -59,11 +59,11 @@ def run_ours_per_clip(comp: Composition) -> str:
 
 def run_ours_cues(comp: Composition, vad: bool) -> tuple[str, str]:
     """The CLI's path (word timing and cue rules); returns (text, cue statistics)."""
-    from pipeline.check import check, parse_srt
-    from pipeline.jobs import subtitle_audio
-    from pipeline.model import load_model
-    from pipeline.subtitles import to_srt
-    from pipeline.transcribe import TranscribeOptions
+    from pipeline.asr.model import load_model
+    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.jobs.run import subtitle_audio
+    from pipeline.subtitles.check import check, parse_srt
+    from pipeline.subtitles.formats import to_srt
 
     result = subtitle_audio(comp.audio, load_model(), TranscribeOptions(language="en", vad=vad))
     cues = parse_srt(to_srt(result.cues))
@@ -156,7 +156,9 @@ def main() -> None:
         print(f"| {name} | {100 * w_:.1f} % | {elapsed:.1f} | {elapsed / duration:.3f} | {peak:.0f} |")
     if cue_rows:
         print(f"\nCues (default rules) and their starts against the {len(comp.clips)} utterance onsets\n")
-        print("| engine | cues | pass pipeline.check | starts within 0.3 s | median abs error (s) | 90th pct (s) |")
+        print(
+            "| engine | cues | pass pipeline.subtitles.check | starts within 0.3 s | median abs error (s) | 90th pct (s) |"
+        )
         print("|---|---|---|---|---|---|")
         for name, stats in cue_rows:
             print(f"| {name} | {stats} |")

@@ -25,11 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import Composition, generate, load_clips  # noqa: E402
 from benchmarks.speed import recordings as speed_recordings  # noqa: E402
+from pipeline.asr.model import ModelOptions, load_model  # noqa: E402
+from pipeline.asr.transcribe import TranscribeOptions  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.jobs import subtitle_audio  # noqa: E402
-from pipeline.model import ModelOptions, load_model  # noqa: E402
-from pipeline.subtitles import render  # noqa: E402
-from pipeline.transcribe import TranscribeOptions  # noqa: E402
+from pipeline.jobs.run import subtitle_audio  # noqa: E402
+from pipeline.subtitles.formats import render  # noqa: E402
 
 SPEED_SEED = 7  # the speed benchmark's default draw of its pauses recording
 OPTIONS = TranscribeOptions(language="en")  # as the benchmarks decode them

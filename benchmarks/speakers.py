@@ -1,4 +1,4 @@
-"""Who speaks when: speaker turns (pipeline/turns.py) scored on seeded conversations of real voices (issue 39), on
+"""Who speaks when: speaker turns (pipeline/speakers/turns.py) scored on seeded conversations of real voices (issue 39), on
 recordings of one voice and on real meetings; with --cues, the speakers of the cues the pipeline makes.
 
     python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10 | --single | --ami [DIR]] [--given]
@@ -20,14 +20,14 @@ as a seed's start leaves): one speaker is the right count, the case of an audiob
 reference is their RTTM, the scored part their UEM. AMI has overlapped speech, our turns one speaker at a time: the
 DER is given with the overlap scored and skipped.
 
-Our turns run on the detector's regions (pipeline.vad.speech_map), with the number of speakers found (default) or,
+Our turns run on the detector's regions (pipeline.asr.vad.speech_map), with the number of speakers found (default) or,
 with --given, given. The score is pyannote.metrics' DiarizationErrorRate(collar=0.5): the whole width around each
 reference boundary, so +-0.25 s, md-eval's "0.25-s collar" of the issue. Missed speech, false alarm and confusion
 are shares of the scored reference speech (less the collars; the DER without a collar is beside it). The count found
 is compared with the true one. The time of the detector and of the turns (windows, embedding, clustering, placing: what
 speaker_turns does) is per minute of audio on the CPU named; compare within one run.
 
---cues also runs the pipeline as a user does (pipeline.jobs.subtitle_audio, speakers auto, the default model, the
+--cues also runs the pipeline as a user does (pipeline.jobs.run.subtitle_audio, speakers auto, the default model, the
 language detected) and checks its cues against the reference turns (a piece from its first to its last speech, an
 RTTM line): the share with a speaker; those spanning a change of speaker, whose words' midpoints fall in turns of two
 or more voices (a midpoint in no turn is ignored; one within 0.25 s of a turn also counts for it); and those carrying
@@ -58,12 +58,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import FRAME, RUN, load_clips  # noqa: E402
-from pipeline import turns  # noqa: E402
+from pipeline.asr.vad import VadOptions, speech_map  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.media import SAMPLE_RATE, load_audio  # noqa: E402
-from pipeline.speakers import SpeakerEncoder  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE, load_audio  # noqa: E402
+from pipeline.speakers import turns  # noqa: E402
+from pipeline.speakers.embeddings import SpeakerEncoder  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
-from pipeline.vad import VadOptions, speech_map  # noqa: E402
 
 DEV_SEEDS = tuple(range(1, 11))
 HELD_OUT_SEEDS = tuple(range(101, 111))  # never for tuning, never in the tests
@@ -535,11 +535,11 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
 
 def print_cues(recs: list[Recording], threads: int) -> None:
     """Transcribe each recording with speakers auto and check its cues (see the module docstring)."""
-    from pipeline.jobs import subtitle_audio
-    from pipeline.model import ModelOptions, load_model
-    from pipeline.segment import CueRules
-    from pipeline.transcribe import TranscribeOptions
-    from pipeline.turns import TurnOptions
+    from pipeline.asr.model import ModelOptions, load_model
+    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.jobs.run import subtitle_audio
+    from pipeline.speakers.turns import TurnOptions
+    from pipeline.subtitles.cues import CueRules
 
     model = load_model(ModelOptions(threads=threads))
     subtitle_audio(np.zeros(SAMPLE_RATE, np.float32), model, TranscribeOptions(language=None), CueRules())  # warm

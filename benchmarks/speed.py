@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import Composition, compose, load_clips, wer  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.media import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
 
 READ_SPEECH = re.compile(r"^en_(librivox|ls|ljs)_")
 OURS = [sys.executable, "-m", "pipeline"]

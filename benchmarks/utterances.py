@@ -11,7 +11,7 @@ checks the speed benchmark's continuous recording instead (the read-speech clips
 
 Every mode runs the subtitle path (word timing, cue rules) in-process. Per mode, over all seeds: WER, utterances
 with under 90 % of their words written, cue starts within 0.3 s of the utterance's onset, duplicated text, cues in
-music/noise/silence, cues passing pipeline.check, wall time. Then every miss, utterance by utterance.
+music/noise/silence, cues passing pipeline.subtitles.check, wall time. Then every miss, utterance by utterance.
 
 Some clips the model mishears even on their own (TIMIT's "greasy wash water": 73 %), and some start with an "uh"
 whisper never writes: each clip is also decoded alone, in the same mode, and the table's "lost" and "late" columns
@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer  # noqa: E402
 from benchmarks.speed import READ_SPEECH  # noqa: E402
-from pipeline.check import check, parse_srt  # noqa: E402
+from pipeline.asr.model import ModelOptions, load_model  # noqa: E402
+from pipeline.asr.transcribe import TranscribeOptions  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.jobs import subtitle_audio  # noqa: E402
-from pipeline.media import SAMPLE_RATE  # noqa: E402
-from pipeline.model import ModelOptions, load_model  # noqa: E402
-from pipeline.subtitles import to_srt  # noqa: E402
-from pipeline.transcribe import TranscribeOptions  # noqa: E402
+from pipeline.jobs.run import subtitle_audio  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
+from pipeline.subtitles.check import check, parse_srt  # noqa: E402
+from pipeline.subtitles.formats import to_srt  # noqa: E402
 
 MODES = {
     "default": TranscribeOptions(language="en"),

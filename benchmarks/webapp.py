@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.longform import compose_eval  # noqa: E402
-from pipeline.media import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE, ffmpeg_exe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

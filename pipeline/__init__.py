@@ -6,13 +6,11 @@ result = subtitle_file("talk.mp4", model)     # SubtitleResult: cues, info
 segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
 for event in run_job(JobSpec((Path("talk.mp4"), "https://…")), Path("out"), ModelCache()): ...  # the CLI's path
 
-(Each submodule keeps its own name: `pipeline.render` is the burn-in module, `pipeline.subtitles.render` writes a
+(Each submodule keeps its own name: `pipeline.media.video` is the burn-in module, `pipeline.subtitles.formats.render` writes a
 subtitle format; nothing here is re-exported under a module's name.)
 """
 
 import os
-import sys
-import types
 
 from pipeline import timings  # noqa: F401  (first: its import time is when the imports began)
 
@@ -22,46 +20,34 @@ from pipeline import timings  # noqa: F401  (first: its import time is when the 
 # before anything imports torch (convert/__init__.py does the same); a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# The names below are loaded on first use (PEP 562): `import pipeline.check` or `pipeline.subtitles` must not pay for
+# The names below are loaded on first use (PEP 562): `import pipeline.subtitles.check` or `pipeline.subtitles.formats` must not pay for
 # torch, whisper and OpenVINO (1-2 s), which only transcription needs.
 _EXPORTS = {
     "SubtitleError": "pipeline.errors",
-    "JobResult": "pipeline.jobs",
-    "JobSpec": "pipeline.jobs",
-    "Policy": "pipeline.jobs",
-    "SubtitleResult": "pipeline.jobs",
-    "run_job": "pipeline.jobs",
-    "subtitle_audio": "pipeline.jobs",
-    "subtitle_file": "pipeline.jobs",
-    "load_audio": "pipeline.media",
-    "probe": "pipeline.media",
-    "ModelCache": "pipeline.model",
-    "ModelOptions": "pipeline.model",
-    "OVWhisper": "pipeline.model",
-    "load_model": "pipeline.model",
-    "write_outputs": "pipeline.outputs",
-    "Cue": "pipeline.segment",
-    "CueRules": "pipeline.segment",
-    "Word": "pipeline.segment",
-    "FORMATS": "pipeline.subtitles",
-    "Segment": "pipeline.transcribe",
-    "TranscribeOptions": "pipeline.transcribe",
-    "TranscriptionInfo": "pipeline.transcribe",
-    "transcribe": "pipeline.transcribe",
+    "JobResult": "pipeline.jobs.run",
+    "JobSpec": "pipeline.jobs.run",
+    "Policy": "pipeline.jobs.run",
+    "SubtitleResult": "pipeline.jobs.run",
+    "run_job": "pipeline.jobs.run",
+    "subtitle_audio": "pipeline.jobs.run",
+    "subtitle_file": "pipeline.jobs.run",
+    "load_audio": "pipeline.media.audio",
+    "probe": "pipeline.media.audio",
+    "ModelCache": "pipeline.asr.model",
+    "ModelOptions": "pipeline.asr.model",
+    "OVWhisper": "pipeline.asr.model",
+    "load_model": "pipeline.asr.model",
+    "write_outputs": "pipeline.jobs.outputs",
+    "Cue": "pipeline.subtitles.cues",
+    "CueRules": "pipeline.subtitles.cues",
+    "Word": "pipeline.asr.results",
+    "FORMATS": "pipeline.subtitles.formats",
+    "Segment": "pipeline.asr.results",
+    "TranscribeOptions": "pipeline.asr.transcribe",
+    "TranscriptionInfo": "pipeline.asr.results",
+    "transcribe": "pipeline.asr.transcribe",
 }
 
-
-class _Package(types.ModuleType):
-    """This package's module. `transcribe` is both a submodule and the function exported here: importing the
-    submodule binds its name in the package (the import system does), and the name must stay the function's."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):

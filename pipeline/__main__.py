@@ -1,6 +1,6 @@
 """Command line: python -m pipeline INPUT [INPUT ...] [--output-dir DIR] [--format srt,vtt] [--model base] ...
 
-It builds a JobSpec from its arguments and prints the events of pipeline.jobs.run_job, the web app's path too.
+It builds a JobSpec from its arguments and prints the events of pipeline.jobs.run.run_job, the web app's path too.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 
 from pipeline import timings
+from pipeline.asr.model import ModelOptions
+from pipeline.asr.transcribe import TranscribeOptions
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.executors import add_arguments, executor
 from pipeline.files import work_folder
-from pipeline.jobs import (
+from pipeline.jobs.executors import add_arguments, executor
+from pipeline.jobs.run import (
     CueDecoded,
     FileDone,
     FileFailed,
@@ -29,13 +31,11 @@ from pipeline.jobs import (
     Progress,
     SourceFound,
 )
-from pipeline.media import hms, media_files
-from pipeline.model import ModelOptions
-from pipeline.render import BurnOptions, Style
-from pipeline.segment import CueRules
-from pipeline.subtitles import FORMATS, LABELS, format_timestamp
-from pipeline.transcribe import TranscribeOptions
-from pipeline.turns import turn_options
+from pipeline.media.audio import hms, media_files
+from pipeline.media.video import BurnOptions, Style
+from pipeline.speakers.turns import turn_options
+from pipeline.subtitles.cues import CueRules
+from pipeline.subtitles.formats import FORMATS, LABELS, format_timestamp
 
 # The flag each option's field comes from, to name it in an error (the options' own messages name no flag)
 FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "beam_size": "--beam-size",

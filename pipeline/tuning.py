@@ -1,5 +1,5 @@
-"""The tuned numbers of long-form decoding (pipeline/transcribe.py, pipeline/decoding.py, pipeline/longform/), the
-speech detector (pipeline/vad.py), the cues (pipeline/segment.py) and speaker turns (pipeline/turns.py), in one table.
+"""The tuned numbers of long-form decoding (pipeline/asr/transcribe.py, pipeline/asr/decoding.py, pipeline/asr/longform/), the
+speech detector (pipeline/asr/vad.py), the cues (pipeline/subtitles/cues.py) and speaker turns (pipeline/speakers/turns.py), in one table.
 
 Each constant says its unit, what it trades (what goes wrong when it is larger, and when it is smaller), and the tests
 that pin it: a test function of its stage's table (tests/test_windows.py, test_decoding.py, test_redecode.py,
@@ -213,7 +213,7 @@ QUIET_DBFS = -60.0
 # tests/test_utterances.py::test_batched_decoding_keeps_every_utterance.
 MIN_PART = 60.0
 
-# --- the speech detector (pipeline/vad.py) ---------------------------------------------------------------------------
+# --- the speech detector (pipeline/asr/vad.py) ---------------------------------------------------------------------------
 # Tests named here: test_speech_map*, test_sounds, test_sound_levels and test_rise are in tests/test_vad.py,
 # test_plan_window* in tests/test_windows.py; the slow end-to-end ones in tests/test_longform.py.
 
@@ -251,7 +251,7 @@ SOUND_FLOOR_PERCENTILE = 10
 SOUND_MIN_DBFS = -75.0
 
 # Seconds: sounds closer than this are one stretch (the pauses between a whisper's words), and a sound that ends less
-# than this before detected speech runs into it, starting its window (pipeline/transcribe.py _plan_window, _sounds,
+# than this before detected speech runs into it, starting its window (pipeline/asr/transcribe.py _plan_window, _sounds,
 # _sounds_end). Larger: separate sounds join (a whisper and the music after it), and sounds a second or more before the
 # speech start its window. Smaller: a whisper splits into short sounds, each judged alone or skipped, and first words
 # the detector missed get a window of their own instead of starting the speech's.
@@ -270,7 +270,7 @@ SOUND_BRIDGE = 1.0
 # "a short one that runs into the speech starts it" (0.5 s).
 SOUND_MIN = 0.2
 
-# Percentile of a span's 10-ms frame levels taken as its loudness (SpeechMap.loudness: pipeline/transcribe.py's _gains
+# Percentile of a span's 10-ms frame levels taken as its loudness (SpeechMap.loudness: pipeline/asr/transcribe.py's _gains
 # and the QUIET_BELOW test; SpeechMap.rise). Larger: a span's loudness is its loudest click or plosive, so runs of
 # speech are levelled to peaks and onsets are found late. Smaller: a span with pauses in it reads as quiet, runs are
 # raised that need not be, and a word's rise is found in the noise before it.
@@ -289,7 +289,7 @@ LOUDEST_PERCENTILE = 90
 # and "a word drawn back over the noise before it: where the sound rises" (35 dB under it).
 RISE_BELOW_PEAK = 15.0
 
-# --- cues (pipeline/segment.py) --------------------------------------------------------------------------------------
+# --- cues (pipeline/subtitles/cues.py) --------------------------------------------------------------------------------------
 # Tests named here are in tests/test_segment.py; the slow ones in tests/test_longform.py (the 10-clip composition's
 # test_every_utterance_is_there, test_cues_start_at_the_speech, test_cues_pass_the_checker and
 # test_no_cue_between_the_clips, and the whisper and music tests) pass with each of these values moved a third either
@@ -352,7 +352,7 @@ EARLY = 0.15
 # with LATE, and move with it.
 LATE = 0.3
 
-# --- speaker turns (pipeline/turns.py; tests/test_turns.py) ----------------------------------------------------------
+# --- speaker turns (pipeline/speakers/turns.py; tests/test_turns.py) ----------------------------------------------------------
 # Chosen by the speaker-turn benchmark (benchmarks/speakers.py) on its development set only; how, and the figures:
 # docs/speakers.md.
 
@@ -381,7 +381,7 @@ TURN_STEP = 1.0
 TURN_DISTANCE = 0.70
 
 # Seconds of a window pooled into each part that votes for a voice when turns are placed, and seconds between two
-# parts (pipeline/speakers.py: the parts are pooled from the window's frames, so they cost no encoder call). Shorter
+# parts (pipeline/speakers/embeddings.py: the parts are pooled from the window's frames, so they cost no encoder call). Shorter
 # parts: a change of speaker placed closer, but each vote noisier; longer: a short turn (a word or two) outvoted by
 # its neighbours. 0.2-0.6 s gave the same cues (docs/speakers.md).
 # Pinned by: test_part_offsets (every row); test_turns_of row "a voice in the middle of a region".
@@ -412,7 +412,7 @@ TURN_MIN_SHARE = 0.05
 # Pinned by: test_cluster_of_a_long_recording_is_bounded (twice this many windows: the sample gives each its voice).
 TURN_MAX_CLUSTERED = 3000
 
-# --- speaker labels in the cues (pipeline/subtitles.py: shown; tests/test_subtitles.py) ------------------------------
+# --- speaker labels in the cues (pipeline/subtitles/formats.py: shown; tests/test_subtitles.py) ------------------------------
 
 # Seconds from the start of one speaker's cue to the start of the next speaker's, within which the two are shown as
 # one dialogue cue (a line each, each starting with "-") when each is one line. It is how long the second line can be

@@ -59,14 +59,14 @@ def torch_model():
 @pytest.fixture(scope="session")
 def ov_model(model_cache):
     """The IR at f32, the precision that decodes token for token like openai-whisper."""
-    from pipeline.model import ModelOptions, load_model
+    from pipeline.asr.model import ModelOptions, load_model
 
     return load_model(ModelOptions(precision="f32"))
 
 
 @pytest.fixture(scope="session")
 def audio():
-    from pipeline.media import load_audio
+    from pipeline.media.audio import load_audio
 
     cache: dict[str, np.ndarray] = {}
 
@@ -84,7 +84,7 @@ def wer(reference: str, hypothesis: str) -> float:
 
 
 def ffmpeg(*args: str) -> None:
-    from pipeline.media import ffmpeg_exe
+    from pipeline.media.audio import ffmpeg_exe
 
     subprocess.run(
         [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-nostdin", "-y", *args], check=True, timeout=300
@@ -157,8 +157,8 @@ def app_server(ov_model, tmp_path_factory):
 
     Yields (url, jobs_dir)."""
     import app
-    from pipeline.executors import InProcess
-    from pipeline.model import ModelCache
+    from pipeline.asr.model import ModelCache
+    from pipeline.jobs.executors import InProcess
 
     jobs_dir = tmp_path_factory.mktemp("jobs")
     subtitler = app.SubtitleApp(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from whisper.decoding import DecodingResult
 
-from pipeline.longform import Decoded
-from pipeline.segment import Word
-from pipeline.vad import SpeechMap
+from pipeline.asr.longform import Decoded
+from pipeline.asr.results import Word
+from pipeline.asr.vad import SpeechMap
 
 
 def levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float = -45.0) -> np.ndarray:

@@ -139,9 +139,9 @@ def test_limits_are_a_message_before_any_work(videos, tmp_path, limits, message)
     import gradio as gr
 
     import app
-    from pipeline.executors import InProcess
-    from pipeline.media import Limits
-    from pipeline.model import ModelCache
+    from pipeline.asr.model import ModelCache
+    from pipeline.jobs.executors import InProcess
+    from pipeline.media.audio import Limits
 
     subtitler = app.SubtitleApp(
         InProcess(ModelCache()), [("base", "base")], app.ServerOptions(Limits(**limits), jobs_dir=tmp_path / "jobs")
@@ -182,7 +182,7 @@ def test_cancelled_job_stops_and_leaves_nothing(client, app_server, tmp_path):
 def test_burned_preview_and_soft_tracks(client, videos, manifest):
     """Burn-in (fast preview) and soft subtitles through the API: the videos come with the SRT, and the page's
     preview is the burned video (no extra track, which would draw the text twice)."""
-    from pipeline.media import probe
+    from pipeline.media.audio import probe
 
     about, status, cues, preview, downloads = client.predict(
         files=[handle_file(str(videos[ENGLISH[0]]))], burn_in="preview", box=True, soft=True, api_name="/subtitle"
@@ -198,7 +198,7 @@ def test_burned_preview_and_soft_tracks(client, videos, manifest):
 
 def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
     """The same endpoint with `subtitles`: the given cues are burned and written as asked, nothing transcribed."""
-    from pipeline.media import probe
+    from pipeline.media.audio import probe
 
     given = tmp_path / "given.srt"
     given.write_text("1\n00:00:01,000 --> 00:00:03,000\nOur own words\n", encoding="utf-8")
@@ -225,8 +225,8 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
 def test_unchanged_cues_keep_their_word_times_when_the_files_are_made_again(client, videos):
     """Words lit up (WebVTT word times), then the table back with one cue's words changed: the other cues keep the
     measured times, the changed one gets its time spread over its words by their length."""
-    from pipeline.segment import Cue
-    from pipeline.subtitles import parse, timed_words
+    from pipeline.subtitles.cues import Cue
+    from pipeline.subtitles.formats import parse, timed_words
 
     video = handle_file(str(videos[ENGLISH[0]]))
     _, _, cues, _, downloads = client.predict(
@@ -285,8 +285,8 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
     import gradio as gr
 
     import app
-    from pipeline.executors import InProcess
-    from pipeline.model import ModelCache
+    from pipeline.asr.model import ModelCache
+    from pipeline.jobs.executors import InProcess
 
     subtitler = app.SubtitleApp(
         InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path, per_client=2)
@@ -302,8 +302,8 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
 
 def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
     import app
-    from pipeline.executors import InProcess
-    from pipeline.model import ModelCache
+    from pipeline.asr.model import ModelCache
+    from pipeline.jobs.executors import InProcess
 
     choices = [("Whisper base", "base"), ("Small", "/srv/models/whisper-small-ct2"), ("Tuned", "/a/b/model.pt"),
                ("Tuned too", "/c/model.pt")]  # fmt: skip
@@ -330,7 +330,7 @@ def _colour(video: str) -> tuple[int, int, int]:
     """The mean colour of a video's first frame (our ffmpeg)."""
     import subprocess
 
-    from pipeline.media import ffmpeg_exe
+    from pipeline.media.audio import ffmpeg_exe
 
     raw = subprocess.run(
         [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", video, "-frames:v", "1", "-s", "16x16",
@@ -399,7 +399,7 @@ def test_the_preview_is_always_a_file_our_ffmpeg_wrote(make, size, colour, clien
     import os
     import stat
 
-    from pipeline.media import probe
+    from pipeline.media.audio import probe
 
     spies, log = tmp_path / "bin", tmp_path / "spied.log"
     spies.mkdir()
@@ -498,8 +498,8 @@ def test_a_full_server_turns_jobs_away_as_busy(videos, tmp_path):
     import gradio as gr
 
     import app
-    from pipeline.executors import InProcess
-    from pipeline.model import ModelCache
+    from pipeline.asr.model import ModelCache
+    from pipeline.jobs.executors import InProcess
 
     options = app.ServerOptions(jobs_dir=tmp_path, concurrency=1, queue_size=1, per_client=5)
     subtitler = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], options)

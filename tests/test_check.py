@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.check import check, parse_srt, summary
-from pipeline.segment import Cue, CueRules
+from pipeline.subtitles.check import check, parse_srt, summary
+from pipeline.subtitles.cues import Cue, CueRules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,10 +74,10 @@ def test_summary():
 
 
 def run(*commands: list[str]) -> list[subprocess.CompletedProcess]:
-    """`python -m pipeline.check` with each list of arguments, the processes side by side (each one spends seconds
+    """`python -m pipeline.subtitles.check` with each list of arguments, the processes side by side (each one spends seconds
     importing the pipeline package, torch included, before it reads a file)."""
     started = [
-        subprocess.Popen([sys.executable, "-m", "pipeline.check", *args], stdout=subprocess.PIPE,
+        subprocess.Popen([sys.executable, "-m", "pipeline.subtitles.check", *args], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=ROOT)
         for args in commands
     ]  # fmt: skip

@@ -14,7 +14,7 @@ from conftest import ENGLISH, clip_path
 
 from convert.checkpoints import _embedded_parts, resolve_checkpoint, write_embedded_ct2_dir
 from pipeline.errors import SubtitleError
-from pipeline.media import load_audio
+from pipeline.media.audio import load_audio
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ import pytest
 import srt
 from conftest import ENGLISH, LONG, clip_path, free_port, wer
 
-from pipeline.executors import InProcess
-from pipeline.jobs import CueDecoded, FileDone, JobResult, JobSpec, Progress
-from pipeline.model import ModelCache, ModelOptions
+from pipeline.asr.model import ModelCache, ModelOptions
+from pipeline.jobs.executors import InProcess
+from pipeline.jobs.run import CueDecoded, FileDone, JobResult, JobSpec, Progress
 
 pytestmark = pytest.mark.slow  # real speech through real models, on Ray
 
@@ -50,7 +50,7 @@ def in_process(model_cache, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cluster(ray_head):
-    from pipeline.cluster import RayExecutor
+    from pipeline.jobs.ray import RayExecutor
 
     with RayExecutor(ray_head.address, workers=2) as executor:
         yield executor
@@ -104,8 +104,8 @@ def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, i
 def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_server, tmp_path):
     """A burned-in and a soft-subtitled video are made on a worker and written here under the job's names; a link
     is downloaded by the worker, and its preview comes back for the page."""
-    from pipeline.media import probe
-    from pipeline.render import BurnOptions
+    from pipeline.media.audio import probe
+    from pipeline.media.video import BurnOptions
 
     video, link = videos[ENGLISH[0]], f"{media_server}/{ENGLISH[1]}.mp4"
     spec = JobSpec((video, link), burn=BurnOptions(), soft=True)
@@ -127,8 +127,8 @@ def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_serv
 
 def test_workers_the_cluster_cannot_start_are_a_message_not_a_hang(cluster, ray_head, tmp_path):
     """The module's two workers hold both CPUs: one more worker of 2 CPUs cannot start. One line, and nothing left."""
-    from pipeline.cluster import RayExecutor
     from pipeline.errors import SubtitleError
+    from pipeline.jobs.ray import RayExecutor
 
     with pytest.raises(SubtitleError) as refused:
         RayExecutor(ray_head.address, workers=1, place_timeout=5)
@@ -188,7 +188,7 @@ def test_the_default_path_never_imports_ray(model_cache, tmp_path):
 # Run in a process of its own: a fresh `import ray`, and no Ray instance of this module's tests to join.
 _LISTENERS = """
 import json, psutil
-from pipeline.cluster import RayExecutor
+from pipeline.jobs.ray import RayExecutor
 with RayExecutor("auto", workers=1):
     driver = psutil.Process()
     family = {driver.pid, *(p.pid for p in driver.children(recursive=True))}  # Ray's processes, and this one

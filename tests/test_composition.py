@@ -9,7 +9,7 @@ import pytest
 from conftest import DATA
 
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report
-from pipeline.media import SAMPLE_RATE
+from pipeline.media.audio import SAMPLE_RATE
 
 CLIPS = ["en_jfk", "en_mfa_whisper", "en_ls_61-70968-0000", "en_mfa_falsetto2", "en_librivox_sas01_0890",
          "en_ljs_LJ001-0008", "en_ls_1995-1837-0001", "en_mfa_whisper2"]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The decode rules (pipeline/decoding.py): whisper's thresholds and timestamps, loops, echoes, the guards."""
+"""The decode rules (pipeline/asr/decoding.py): whisper's thresholds and timestamps, loops, echoes, the guards."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from stages import SPEECH, result, segment
 from whisper.tokenizer import get_tokenizer
 
-from pipeline.decoding import Guard, cut_loop, echoes, is_quiet, is_silence, needs_fallback, split_at_timestamps
-from pipeline.transcribe import TranscribeOptions
+from pipeline.asr.decoding import Guard, cut_loop, echoes, is_quiet, is_silence, needs_fallback, split_at_timestamps
+from pipeline.asr.transcribe import TranscribeOptions
 
 
 @pytest.mark.parametrize(

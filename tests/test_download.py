@@ -7,11 +7,11 @@ import re
 import pytest
 from conftest import ENGLISH
 
-from pipeline.download import check_url, download, explain, is_public_address
+from pipeline.asr.model import ModelCache
 from pipeline.errors import SubtitleError
-from pipeline.jobs import JobSpec, Policy, run_job
-from pipeline.media import Limits, check_limits, hms, human_size
-from pipeline.model import ModelCache
+from pipeline.jobs.run import JobSpec, Policy, run_job
+from pipeline.media.audio import Limits, check_limits, hms, human_size
+from pipeline.media.download import check_url, download, explain, is_public_address
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from whisper.normalizers import BasicTextNormalizer
 from convert.checkpoints import Checkpoint, resolve_checkpoint
 from convert.export import EXPORT_VERSION, ensure_ir
 from pipeline import SubtitleError, TranscribeOptions, subtitle_file, timings, transcribe
-from pipeline.media import ffmpeg_exe
+from pipeline.media.audio import ffmpeg_exe
 
 pytestmark = pytest.mark.slow  # end-to-end: real speech through real models
 
@@ -191,7 +191,7 @@ def test_cli_burn_and_soft_with_a_hostile_file_name(model_cache, ov_model, tmp_p
     """`--burn --soft` write <stem>.subtitled.mp4, .subs.mkv and .subs.mp4 next to the SRT, whatever the name."""
     from conftest import speech_video
 
-    from pipeline.media import probe
+    from pipeline.media.audio import probe
 
     video = speech_video(ENGLISH[1], tmp_path / 'it\'s "a" [clip]: {x}, ünï 字幕.mp4')
     out = tmp_path / "out"
@@ -209,7 +209,7 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
     """Words come with the segments when asked for: in order, inside their segment, spelling out its text."""
     import json
 
-    from pipeline.subtitles import render
+    from pipeline.subtitles.formats import render
 
     segments, info = transcribe(audio(ENGLISH[0]), ov_model, TranscribeOptions(language="en", word_timestamps=True))
     segments = list(segments)
@@ -228,8 +228,8 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
 def test_no_cues_in_long_silence_or_noise(ov_model, audio, manifest):
     """30 s of digital silence and 30 s of white noise between real utterances: every utterance is there and no
     cue reaches into either stretch by more than the 0.3 s onset tolerance."""
-    from pipeline.jobs import subtitle_audio
-    from pipeline.media import SAMPLE_RATE
+    from pipeline.jobs.run import subtitle_audio
+    from pipeline.media.audio import SAMPLE_RATE
 
     rng = np.random.default_rng(0)
     silence = np.zeros(30 * SAMPLE_RATE, np.float32)

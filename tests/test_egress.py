@@ -10,9 +10,9 @@ import pytest
 from conftest import ENGLISH, clip_path, ffmpeg
 from test_safety import serving
 
-from pipeline.egress import is_public_address
 from pipeline.errors import SubtitleError
-from pipeline.media import probe
+from pipeline.media.audio import probe
+from pipeline.media.egress import is_public_address
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_the_ffmpeg_yt_dlp_starts_goes_through_the_proxy_whatever_no_proxy_says(
     """yt-dlp gives ffmpeg the proxy in a copy of our environment, where no_proxy would let it fetch a private host
     directly: nothing reaches the private host, the proxy refuses the request, and a public stream still comes
     through that ffmpeg."""
-    from pipeline.download import PRIVATE, download
+    from pipeline.media.download import PRIVATE, download
 
     www, secret = tmp_path / "www", tmp_path / "secret"
     with serving(www) as (public, _), serving(secret, "127.0.0.2") as (private, requests):

@@ -16,14 +16,15 @@ import pysubs2
 import pytest
 from conftest import ENGLISH, clip_path, ffmpeg, free_port
 
-from pipeline.ass import Style, ass_file, read_ass, style_of, to_ass
+from pipeline.asr.model import ModelCache, ModelOptions
+from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
-from pipeline.jobs import JobResult, JobSpec, run_job
-from pipeline.media import ffmpeg_exe, probe
-from pipeline.model import ModelCache, ModelOptions
-from pipeline.render import BurnOptions
-from pipeline.segment import Cue, Word
-from pipeline.subtitles import is_ass, parse, timed_words, to_vtt
+from pipeline.jobs.run import JobResult, JobSpec, run_job
+from pipeline.media.audio import ffmpeg_exe, probe
+from pipeline.media.video import BurnOptions
+from pipeline.subtitles.ass import Style, ass_file, read_ass, style_of, to_ass
+from pipeline.subtitles.cues import Cue
+from pipeline.subtitles.formats import is_ass, parse, timed_words, to_vtt
 
 TESSERACT = shutil.which("tesseract")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

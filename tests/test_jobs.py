@@ -14,12 +14,12 @@ import pytest
 import srt
 from conftest import ENGLISH, clip_path, wer
 
+from pipeline.asr.model import ModelCache
+from pipeline.asr.transcribe import TranscribeOptions
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.jobs import FileFailed, FileWritten, JobResult, JobSpec, Policy, run_job
-from pipeline.media import Limits
-from pipeline.model import ModelCache
-from pipeline.render import BurnOptions, Style
-from pipeline.transcribe import TranscribeOptions
+from pipeline.jobs.run import FileFailed, FileWritten, JobResult, JobSpec, Policy, run_job
+from pipeline.media.audio import Limits
+from pipeline.media.video import BurnOptions, Style
 
 CLIP = Path("clip.mp4")
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
 
 
 def replace_model(name: str):
-    from pipeline.model import ModelOptions
+    from pipeline.asr.model import ModelOptions
 
     return ModelOptions(name)
 
@@ -160,7 +160,7 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
 
 
 def replace_model_f32():
-    from pipeline.model import ModelOptions
+    from pipeline.asr.model import ModelOptions
 
     return ModelOptions("base", "f32")
 
@@ -185,8 +185,8 @@ def test_cli_takes_links_and_a_bad_input_fails_alone(media_server, model_cache, 
 
 
 def test_import_of_the_render_module_keeps_its_functions():
-    """pipeline/__init__ once re-exported subtitles.render under the name of the module pipeline.render."""
-    code = "import pipeline.render, pipeline; print(pipeline.render.burn.__name__, pipeline.render.mux_soft.__name__)"
+    """pipeline/__init__ once re-exported subtitles.render under the name of the module pipeline.media.video."""
+    code = "import pipeline.media.video, pipeline; print(pipeline.media.video.burn.__name__, pipeline.media.video.mux_soft.__name__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert proc.stdout.split() == ["burn", "mux_soft"]
 
@@ -198,7 +198,7 @@ def test_cli_burns_and_muxes_existing_subtitles_without_transcribing(tmp_path):
     from conftest import speech_video
     from test_render import TESSERACT, frame, ocr, words
 
-    from pipeline.media import probe
+    from pipeline.media.audio import probe
 
     video = speech_video(ENGLISH[0], tmp_path / "clip.mp4")
     given = tmp_path / "fixed.vtt"

@@ -20,13 +20,13 @@ from benchmarks.composition import (
     onset_summary,
     utterance_report,
 )
-from pipeline.check import check, parse_srt
-from pipeline.jobs import subtitle_audio
-from pipeline.longform.windows import plan_window
-from pipeline.media import SAMPLE_RATE
-from pipeline.subtitles import to_srt
-from pipeline.transcribe import TranscribeOptions
-from pipeline.vad import speech_map
+from pipeline.asr.longform.windows import plan_window
+from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.vad import speech_map
+from pipeline.jobs.run import subtitle_audio
+from pipeline.media.audio import SAMPLE_RATE
+from pipeline.subtitles.check import check, parse_srt
+from pipeline.subtitles.formats import to_srt
 
 CLIPS = [
     "en_jfk",

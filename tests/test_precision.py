@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import ENGLISH, LONG, wer
 
+from pipeline.asr.model import ModelOptions, Precision, compiled_cache_dir, load_model, resolve_precision
+from pipeline.asr.transcribe import TranscribeOptions, transcribe
 from pipeline.cpu import CPU, cpu
 from pipeline.errors import SubtitleError
-from pipeline.model import ModelOptions, Precision, compiled_cache_dir, load_model, resolve_precision
-from pipeline.transcribe import TranscribeOptions, transcribe
 
 SAPPHIRE_RAPIDS = {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"}
 ZEN5 = {"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}

@@ -1,4 +1,4 @@
-"""Re-decoding what whisper skipped (pipeline/longform/redecode.py): which speech no text covers, what a re-decode
+"""Re-decoding what whisper skipped (pipeline/asr/longform/redecode.py): which speech no text covers, what a re-decode
 adds, and where the window loop goes on."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from stages import SPEECH, said, segment
 
-from pipeline.longform import Decoded
-from pipeline.longform.redecode import merge_repeat, missed_speech, skipped, split_around, take_new, uncovered
-from pipeline.vad import SpeechMap
+from pipeline.asr.longform import Decoded
+from pipeline.asr.longform.redecode import merge_repeat, missed_speech, skipped, split_around, take_new, uncovered
+from pipeline.asr.vad import SpeechMap
 
 
 @pytest.mark.parametrize(

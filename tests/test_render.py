@@ -12,11 +12,11 @@ import pytest
 import srt
 from conftest import ENGLISH, clip_path, ffmpeg
 
-from pipeline.ass import Style, _ass_text, to_ass, wrap_cjk
 from pipeline.errors import SubtitleError
-from pipeline.media import ffmpeg_exe, probe
-from pipeline.render import BurnOptions, burn, iso639_2, mux_soft
-from pipeline.segment import Cue
+from pipeline.media.audio import ffmpeg_exe, probe
+from pipeline.media.video import BurnOptions, burn, iso639_2, mux_soft
+from pipeline.subtitles.ass import Style, _ass_text, to_ass, wrap_cjk
+from pipeline.subtitles.cues import Cue
 
 TESSERACT = shutil.which("tesseract")
 CUES = [
@@ -196,7 +196,7 @@ def test_preview_is_the_first_seconds(source, tmp_path):
 
 
 def test_ffmpeg_that_overruns_is_killed_and_leaves_nothing(tmp_path):
-    from pipeline.render import _write
+    from pipeline.media.video import _write
 
     endless = ["-re", "-f", "lavfi", "-i", "testsrc=size=64x64:rate=5", "-c:v", "libx264"]  # never ends by itself
     with pytest.raises(SubtitleError, match=r"^ffmpeg took longer than 2 s and was stopped$"):

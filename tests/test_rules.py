@@ -1,4 +1,4 @@
-"""whisper's per-step rules done for the whole batch (pipeline/rules.py) give whisper's own results: the same masked
+"""whisper's per-step rules done for the whole batch (pipeline/asr/batched.py) give whisper's own results: the same masked
 logits, the same beams, scores and finished sequences, step after step; and the same tokens in a real decode."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import torch
 from whisper.decoding import ApplyTimestampRules, BeamSearchDecoder, DecodingOptions
 from whisper.tokenizer import get_tokenizer
 
-from pipeline.rules import BatchedBeamSearch, BatchedTimestampRules
+from pipeline.asr.batched import BatchedBeamSearch, BatchedTimestampRules
 
 TOKENIZER = get_tokenizer(True, num_languages=99, language="en", task="transcribe")
 BEGIN, EOT = TOKENIZER.timestamp_begin, TOKENIZER.eot
@@ -111,7 +111,7 @@ def test_a_real_decode_as_whisper(ov_model, audio, beam_size):
     """A real window of speech decoded with whisper's own rule classes and with ours: the same tokens and scores."""
     from whisper.audio import log_mel_spectrogram, pad_or_trim
 
-    from pipeline.model import OVDecodingTask
+    from pipeline.asr.model import OVDecodingTask
 
     mel = log_mel_spectrogram(torch.from_numpy(pad_or_trim(audio("en_ljs_LJ001-0001"))))[None]
     mel = torch.cat([mel, log_mel_spectrogram(torch.from_numpy(pad_or_trim(audio("en_ls_61-70968-0000"))))[None]])

@@ -20,10 +20,10 @@ import pytest
 from conftest import ENGLISH, clip_path, ffmpeg
 from test_checkpoints import tiny_en_dir
 
+from pipeline.asr.model import ModelCache
 from pipeline.errors import Cancelled, SubtitleError
-from pipeline.jobs import JobResult, JobSpec, Policy, run_job
-from pipeline.media import Limits, ffmpeg_exe, load_audio, probe, run_ffmpeg
-from pipeline.model import ModelCache
+from pipeline.jobs.run import JobResult, JobSpec, Policy, run_job
+from pipeline.media.audio import Limits, ffmpeg_exe, load_audio, probe, run_ffmpeg
 
 
 @contextlib.contextmanager
@@ -166,7 +166,7 @@ def _ffmpeg_children() -> list[int]:
     ],
 )
 def test_public_addresses(address, public):
-    from pipeline.egress import is_public_address
+    from pipeline.media.egress import is_public_address
 
     assert is_public_address(address) is public
 
@@ -208,7 +208,7 @@ def redirect_server(target: str) -> str:
 def test_links_reach_no_private_address_on_any_hop(two_hosts, tmp_path):
     """The link is public; a redirect, an HLS fragment or a direct link lead to the private host: refused with the
     one message, and the private host's log shows that nothing reached it. A public file still comes through."""
-    from pipeline.download import PRIVATE, download
+    from pipeline.media.download import PRIVATE, download
 
     public_url, private, private_requests = two_hosts
     stand_in = lambda address: address == "127.0.0.1"  # noqa: E731  (the "internet" of this test)
@@ -231,7 +231,7 @@ def test_tunnels_are_checked_too(two_hosts):
     import http.client
     from urllib.parse import urlsplit
 
-    from pipeline.egress import EgressProxy
+    from pipeline.media.egress import EgressProxy
 
     public_url, private, private_requests = two_hosts
     with EgressProxy(lambda address: address == "127.0.0.1") as proxy:
@@ -258,7 +258,7 @@ def test_dns_rebinding_gets_nowhere(tmp_path):
     import http.client
     from urllib.parse import urlsplit
 
-    from pipeline.egress import EgressProxy
+    from pipeline.media.egress import EgressProxy
 
     answers: list[str] = []
 
@@ -291,7 +291,7 @@ def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audi
     times are what they are alone. Then two jobs at once, twice: each gets its own word times."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.transcribe import TranscribeOptions, transcribe
+    from pipeline.asr.transcribe import TranscribeOptions, transcribe
 
     options = TranscribeOptions(language="en", word_timestamps=True, beam_size=None)
 
@@ -320,8 +320,8 @@ def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audi
 
 
 def test_a_burned_in_video_is_at_most_full_hd(tmp_path):
-    from pipeline.render import BurnOptions, burn
-    from pipeline.segment import Cue
+    from pipeline.media.video import BurnOptions, burn
+    from pipeline.subtitles.cues import Cue
 
     big = tmp_path / "uhd.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=3840x2160:rate=5", "-f", "lavfi", "-i", "sine", "-t", "1",
@@ -332,7 +332,7 @@ def test_a_burned_in_video_is_at_most_full_hd(tmp_path):
 
 
 def test_a_job_that_would_write_too_much_video_is_refused(videos, tmp_path):
-    from pipeline.render import BurnOptions
+    from pipeline.media.video import BurnOptions
 
     spec = JobSpec((videos[ENGLISH[0]],) * 3, burn=BurnOptions(), soft=True)
     size = videos[ENGLISH[0]].stat().st_size
@@ -351,7 +351,7 @@ def _given(tmp_path: Path) -> Path:
 def test_a_link_counts_in_the_disk_budget(media_server, videos, tmp_path):
     """A link's size is known only once it is downloaded: it is checked then, before anything is burned. The same
     file uploaded is refused too."""
-    from pipeline.render import BurnOptions
+    from pipeline.media.video import BurnOptions
 
     budget = Policy(Limits(max_job_bytes=100_000), allow_private_urls=True)
     for k, given in enumerate((f"{media_server}/{ENGLISH[0]}.mp4", videos[ENGLISH[0]])):
@@ -379,9 +379,9 @@ def test_a_link_counts_in_the_disk_budget(media_server, videos, tmp_path):
     ],
 )
 def test_what_a_job_may_write_is_bounded_by_its_duration(burn, soft, preview, seconds, size, codec, expected):
-    from pipeline.media import MediaInfo
-    from pipeline.plan import video_bytes
-    from pipeline.render import BurnOptions
+    from pipeline.jobs.plan import video_bytes
+    from pipeline.media.audio import MediaInfo
+    from pipeline.media.video import BurnOptions
 
     burn = None if burn is None else BurnOptions(preview_seconds=60 if burn == "preview" else None)
     spec = JobSpec((Path("x.mp4"),), burn=burn, soft=soft, preview=preview)
@@ -391,9 +391,9 @@ def test_what_a_job_may_write_is_bounded_by_its_duration(burn, soft, preview, se
 
 @pytest.mark.parametrize("kept", [0, 1])
 def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
-    from pipeline.media import MediaInfo
-    from pipeline.plan import check_disk, video_bytes
-    from pipeline.render import BurnOptions
+    from pipeline.jobs.plan import check_disk, video_bytes
+    from pipeline.media.audio import MediaInfo
+    from pipeline.media.video import BurnOptions
 
     spec, media = JobSpec((Path("x.mp4"),), burn=BurnOptions()), MediaInfo(10, True, True, "h264", "aac", 640, 360)
     need = video_bytes(spec, 10**6, media)
@@ -408,8 +408,8 @@ def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
 def test_a_video_is_stopped_where_the_budget_ends_and_leaves_nothing(tmp_path):
     """Whatever the estimate, ffmpeg stops writing where the job's budget ends (-fs): the file is refused, and no
     part of it stays."""
-    from pipeline.render import BurnOptions, burn
-    from pipeline.segment import Cue
+    from pipeline.media.video import BurnOptions, burn
+    from pipeline.subtitles.cues import Cue
 
     video = tmp_path / "noise.mp4"
     ffmpeg("-f", "lavfi", "-i", "nullsrc=size=640x360:rate=25,geq=random(1)*255:128:128", "-t", "4",
@@ -430,8 +430,8 @@ def test_a_killed_servers_job_folders_go_when_it_starts_again(videos, tmp_path):
 import sys
 from pathlib import Path
 import app
-from pipeline.executors import InProcess
-from pipeline.model import ModelCache
+from pipeline.jobs.executors import InProcess
+from pipeline.asr.model import ModelCache
 a = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=Path({str(jobs)!r})))
 table = {{"data": [["00:00:00.500", "00:00:02.000", "Our own words"]]}}
 for _ in a.apply_edits(table, files=[{str(videos[ENGLISH[0]])!r}], burn_in="full"):
@@ -449,7 +449,7 @@ for _ in a.apply_edits(table, files=[{str(videos[ENGLISH[0]])!r}], burn_in="full
     assert {n.split("-")[0] for n in left} == {"job", "edits"} and all(f"-{proc.pid}-" in n for n in left)
     (jobs / f"job-{os.getpid()}-alive").mkdir()  # a job of a server still running on the same folder
     import app
-    from pipeline.executors import InProcess
+    from pipeline.jobs.executors import InProcess
 
     app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=jobs))
     assert [p.name for p in jobs.iterdir()] == [f"job-{os.getpid()}-alive"]
@@ -459,7 +459,7 @@ def test_the_cue_checker_is_bounded_and_rate_limited_per_address(tmp_path):
     """The checker runs beside the queue: a hostile cell is refused in linear time, and one address gets
     CHECKS_PER_WINDOW checks a window; another address is not held up by it."""
     import app
-    from pipeline.executors import InProcess
+    from pipeline.jobs.executors import InProcess
 
     subtitler = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path))
     started = time.monotonic()
@@ -497,7 +497,7 @@ def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_pat
     ],
 )
 def test_time_cells_are_bounded(start, message):
-    from pipeline import table
+    from pipeline.subtitles import table
 
     cells = table.table_cells({"headers": ["Start", "End", "Text"], "data": [[start, "00:00:02.000", "Hi"]]})
     if message is None:
@@ -509,7 +509,7 @@ def test_time_cells_are_bounded(start, message):
 
 @pytest.mark.parametrize("title", ["字" * 200, "🎬" * 100, "a" * 300])
 def test_long_titles_make_names_the_file_system_takes(title, tmp_path):
-    from pipeline.outputs import title_stem, unique_stem
+    from pipeline.jobs.outputs import title_stem, unique_stem
 
     stem = unique_stem(title_stem(title), set())
     (tmp_path / f"{stem}.subtitled.mp4").write_bytes(b"")  # no "File name too long"
@@ -583,8 +583,8 @@ def test_a_burn_killed_midway_leaves_nothing_after_the_next_run(model_cache, tmp
 def test_cancel_while_the_model_loads_returns_at_once(tmp_path, monkeypatch):
     """Closing a job while its model is exported and compiled (tiny.en, into an empty cache: seconds of work) returns
     at once, so the job's slot is free; the load goes on, once, and the next job finds the model ready."""
-    from pipeline.jobs import Progress
-    from pipeline.model import ModelOptions
+    from pipeline.asr.model import ModelOptions
+    from pipeline.jobs.run import Progress
 
     tiny = str(tiny_en_dir())
     monkeypatch.setenv("SUBTITLE_CACHE_DIR", str(tmp_path / "cache"))

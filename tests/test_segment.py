@@ -1,11 +1,12 @@
-"""Cue segmentation rules, table-driven: timed words in, cues out; every cue is checked by pipeline.check."""
+"""Cue segmentation rules, table-driven: timed words in, cues out; every cue is checked by pipeline.subtitles.check."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.check import check
-from pipeline.segment import LATE, Cue, CueRules, Word, _retime, in_time_order, segment
+from pipeline.asr.results import Word
+from pipeline.subtitles.check import check
+from pipeline.subtitles.cues import LATE, Cue, CueRules, _retime, in_time_order, segment
 
 
 def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.05, pauses: dict | None = None,

@@ -1,12 +1,12 @@
-"""Snapping word times onto the detected speech (pipeline/longform/snap.py)."""
+"""Snapping word times onto the detected speech (pipeline/asr/longform/snap.py)."""
 
 from __future__ import annotations
 
 import pytest
 from stages import SPEECH, levels, said, segment, spans
 
-from pipeline.longform.snap import first_word, snap, snap_to_speech, unstretch
-from pipeline.vad import SpeechMap
+from pipeline.asr.longform.snap import first_word, snap, snap_to_speech, unstretch
+from pipeline.asr.vad import SpeechMap
 
 INF = float("inf")
 

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from pipeline.render import Style, to_ass
-from pipeline.segment import Cue, CueRules, Word, segment
-from pipeline.subtitles import parse, shown, to_json, to_srt, to_txt, to_vtt
-from pipeline.table import rename_speaker, table_cells, table_to_subtitles
-from pipeline.turns import Turn, speakers_of, turn_options
+from pipeline.asr.results import Word
+from pipeline.media.video import Style, to_ass
+from pipeline.speakers.turns import Turn, speakers_of, turn_options
+from pipeline.subtitles.cues import Cue, CueRules, segment
+from pipeline.subtitles.formats import parse, shown, to_json, to_srt, to_txt, to_vtt
+from pipeline.subtitles.table import rename_speaker, table_cells, table_to_subtitles
 
 A, B, C = "Speaker 1", "Speaker 2", "Speaker 3"
 
@@ -244,9 +245,9 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
     automatically: no cue holds two voices, each voice is one speaker throughout, and the files say who speaks."""
     import numpy as np
 
-    from pipeline.jobs import subtitle_audio
-    from pipeline.transcribe import TranscribeOptions
-    from pipeline.turns import TurnOptions
+    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.jobs.run import subtitle_audio
+    from pipeline.speakers.turns import TurnOptions
 
     order = [("en_ljs_LJ001-0001", "lj"), ("en_jfk", "jfk"), ("en_librivox_sas01_0880", "sas"),
              ("en_ljs_LJ001-0003", "lj"), ("en_librivox_sas01_0890", "sas"), ("en_jfk", "jfk")]  # fmt: skip
@@ -279,7 +280,7 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
 def test_a_dialogue_cue_keeps_the_jobs_own_cue_rules():
     """Lines of 14 characters with their dashes: one dialogue cue under the default 42 characters a line, two cues
     when the job's rules allow 13, or 1.5 s on screen."""
-    from pipeline.subtitles import Labels
+    from pipeline.subtitles.formats import Labels
 
     cues = [cue(0, 1.2, "How are you?", A), cue(1.4, 2.2, "Fine.", B)]
     assert len(shown(cues, Labels("dashes"))) == 1
@@ -297,9 +298,9 @@ def test_speaker_turns_stop_with_a_failed_transcription(ov_model, audio):
 
     import numpy as np
 
-    from pipeline.jobs import subtitle_audio
-    from pipeline.transcribe import TranscribeOptions
-    from pipeline.turns import TurnOptions
+    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.jobs.run import subtitle_audio
+    from pipeline.speakers.turns import TurnOptions
 
     speech = np.concatenate([audio("en_ljs_LJ001-0001"), audio("en_jfk")] * 6)  # 2 min
 

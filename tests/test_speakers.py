@@ -1,4 +1,4 @@
-"""Speaker embeddings (pipeline/speakers.py): Kaldi's fbank front end and the CAM++ encoder, on OpenVINO, on real
+"""Speaker embeddings (pipeline/speakers/embeddings.py): Kaldi's fbank front end and the CAM++ encoder, on OpenVINO, on real
 voices."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import torch
 from conftest import clip_path
 
-from pipeline.media import load_audio
-from pipeline.speakers import N_BANKS, N_FFT, SAMPLE_RATE, fbank, features, mel_banks, window_features
+from pipeline.media.audio import load_audio
+from pipeline.speakers.embeddings import N_BANKS, N_FFT, SAMPLE_RATE, fbank, features, mel_banks, window_features
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_window_features(spans, used):
 
 @pytest.fixture(scope="module")
 def encoder():
-    from pipeline.speakers import SpeakerEncoder
+    from pipeline.speakers.embeddings import SpeakerEncoder
 
     return SpeakerEncoder(threads=2, precision="f32")  # (compared with PyTorch's embeddings)
 
@@ -140,7 +140,7 @@ def test_a_voice_quieter_or_louder_is_the_same_voice(encoder, gain):
 def test_embedding_stops_when_told(encoder):
     import threading
 
-    from pipeline.speakers import Stopped
+    from pipeline.speakers.embeddings import Stopped
 
     stop = threading.Event()
     stop.set()

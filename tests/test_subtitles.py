@@ -7,9 +7,10 @@ import json
 import pytest
 import srt
 
+from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
-from pipeline.segment import Cue, Word
-from pipeline.subtitles import (
+from pipeline.subtitles.cues import Cue
+from pipeline.subtitles.formats import (
     MAX_CUE_CHARS,
     MAX_CUES,
     MAX_SUBTITLE_CHARS,
@@ -114,7 +115,7 @@ def test_json_schema(with_words):
 def test_cue_text_is_only_text(text, in_srt, in_vtt):
     """What a cue says (a person's edit, a hostile SRT) cannot become a tag, a timing line or a new cue; WebVTT
     escapes it and reads it back as it was."""
-    from pipeline.subtitles import parse
+    from pipeline.subtitles.formats import parse
 
     srt_file, vtt_file = to_srt([Cue(1, 2, text)]), to_vtt([Cue(1, 2, text)])
     assert srt_file == f"1\n00:00:01,000 --> 00:00:02,000\n{in_srt}\n"
@@ -141,7 +142,7 @@ def test_no_cue_text_makes_the_parser_go_back_over_it(text):
     pattern itself is timed on the whole text."""
     import time
 
-    from pipeline import subtitles
+    from pipeline.subtitles import formats as subtitles
 
     started = time.monotonic()
     subtitles._TAG.sub("", text)

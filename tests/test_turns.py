@@ -1,4 +1,4 @@
-"""Speaker turns (pipeline/turns.py): windows over the speech, clustering of their embeddings, turns; and a real
+"""Speaker turns (pipeline/speakers/turns.py): windows over the speech, clustering of their embeddings, turns; and a real
 four-voice recording from the tests' clips."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from conftest import clip_path
 
 from pipeline.errors import OptionError
-from pipeline.speakers import Embedded, part_offsets
-from pipeline.turns import (
+from pipeline.speakers.embeddings import Embedded, part_offsets
+from pipeline.speakers.turns import (
     Turn,
     TurnOptions,
     cluster,
@@ -189,9 +189,9 @@ def test_turn_options_check_the_count(speakers):
 def test_four_voices_found(speakers):
     """Four real voices in eight turns (LJ Speech's reader, a LibriVox reader, JFK, a LibriSpeech speaker), 0.5 s
     apart: found without being told how many, each turn's speech given to one speaker, a different one per voice."""
-    from pipeline.media import load_audio
-    from pipeline.speakers import SpeakerEncoder
-    from pipeline.vad import VadOptions, speech_map
+    from pipeline.asr.vad import VadOptions, speech_map
+    from pipeline.media.audio import load_audio
+    from pipeline.speakers.embeddings import SpeakerEncoder
 
     order = [("en_ljs_LJ001-0001", "lj"), ("en_librivox_sas01_0870", "sas"), ("en_jfk", "jfk"),
              ("en_ljs_LJ001-0003", "lj"), ("en_librivox_sas01_0880", "sas"), ("en_ls_2412-153948-0000", "ls"),

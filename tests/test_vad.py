@@ -1,4 +1,4 @@
-"""The speech detector's map (pipeline/vad.py): where speech is, the sounds it did not call speech, their levels."""
+"""The speech detector's map (pipeline/asr/vad.py): where speech is, the sounds it did not call speech, their levels."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from stages import levels
 
 from benchmarks.composition import music
-from pipeline.media import SAMPLE_RATE
-from pipeline.vad import SpeechMap, frame_levels, speech_map
+from pipeline.asr.vad import SpeechMap, frame_levels, speech_map
+from pipeline.media.audio import SAMPLE_RATE
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -1,4 +1,4 @@
-"""Window planning (pipeline/longform/windows.py): where windows start and end, what they leave out, how loud,
+"""Window planning (pipeline/asr/longform/windows.py): where windows start and end, what they leave out, how loud,
 times mapped back to the recording, and the parts decoded side by side."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from stages import levels, said, segment, spans
 
-from pipeline.longform.windows import Window, gains, leveled, off_the_seams, parts, plan_window
-from pipeline.media import SAMPLE_RATE
-from pipeline.vad import SpeechMap
+from pipeline.asr.longform.windows import Window, gains, leveled, off_the_seams, parts, plan_window
+from pipeline.asr.vad import SpeechMap
+from pipeline.media.audio import SAMPLE_RATE
 
 
 @pytest.mark.parametrize(

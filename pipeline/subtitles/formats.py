@@ -1,4 +1,4 @@
-"""Subtitle files from cues: SRT, WebVTT, plain text, JSON (and ASS: pipeline/ass.py). Pure functions, text in, text
+"""Subtitle files from cues: SRT, WebVTT, plain text, JSON (and ASS: pipeline/subtitles/ass.py). Pure functions, text in, text
 out.
 
 Every writer first passes the cues through `clean_cues`, which guarantees what players and editors rely on:
@@ -19,8 +19,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipeline.asr.results import Word
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.segment import Cue, CueRules, Word, timed_words
+from pipeline.subtitles.cues import Cue, CueRules, timed_words
 from pipeline.tuning import DIALOGUE_LEAD
 
 FORMATS = ("srt", "vtt", "txt", "json", "ass")
@@ -241,14 +242,14 @@ def render(
     size: tuple[int, int] | None = None,
 ) -> str:
     """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show (LABELS);
-    `style` (pipeline.ass.Style): the look of an ASS file on a picture of `size` (width, height), and whether words
+    `style` (pipeline.subtitles.ass.Style): the look of an ASS file on a picture of `size` (width, height), and whether words
     light up (ASS karaoke, WebVTT word times)."""
     if fmt == "srt":
         return to_srt(cues, duration, labels)
     if fmt == "vtt":
         return to_vtt(cues, duration, labels, words=bool(style and style.highlight_words))
     if fmt == "ass":
-        from pipeline.ass import DEFAULT_SIZE, Style, ass_file  # (pipeline.ass imports this module)
+        from pipeline.subtitles.ass import DEFAULT_SIZE, Style, ass_file  # (pipeline.subtitles.ass imports this module)
 
         width, height = size or DEFAULT_SIZE
         return ass_file(clean_cues(cues, duration), width, height, style or Style(), language, labels)
@@ -270,7 +271,7 @@ def parse(text: str) -> list[Cue]:
 
 
 def is_ass(text: str) -> bool:
-    """Whether subtitle text is an ASS or SSA script (pipeline.ass.read_ass reads it), not SRT or WebVTT."""
+    """Whether subtitle text is an ASS or SSA script (pipeline.subtitles.ass.read_ass reads it), not SRT or WebVTT."""
     return text.lstrip("\ufeff \t\r\n").lower().startswith("[script info]")
 
 

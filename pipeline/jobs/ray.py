@@ -30,9 +30,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipeline.asr.model import ModelCache, ModelOptions
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, sweep, work_folder
-from pipeline.jobs import (
+from pipeline.jobs.outputs import unique_stem
+from pipeline.jobs.plan import check_job, plan_job
+from pipeline.jobs.run import (
     CueDecoded,
     Event,
     FileDone,
@@ -47,10 +50,7 @@ from pipeline.jobs import (
     run_job,
     stream,
 )
-from pipeline.model import ModelCache, ModelOptions
-from pipeline.outputs import unique_stem
-from pipeline.plan import check_job, plan_job
-from pipeline.subtitles import read_subtitles
+from pipeline.subtitles.formats import read_subtitles
 
 
 @contextmanager

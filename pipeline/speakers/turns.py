@@ -1,7 +1,7 @@
 """Speaker turns: who speaks when, from speaker embeddings of the detected speech, clustered.
 
-The speech regions (pipeline/vad.py) are covered by windows of TURN_WINDOW seconds every TURN_STEP seconds; each
-window is embedded (pipeline/speakers.py: CAM++, on OpenVINO) and the windows are clustered by cosine distance with
+The speech regions (pipeline/asr/vad.py) are covered by windows of TURN_WINDOW seconds every TURN_STEP seconds; each
+window is embedded (pipeline/speakers/embeddings.py: CAM++, on OpenVINO) and the windows are clustered by cosine distance with
 SciPy's agglomerative clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two
 clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest
 large one (a cough, a laugh, a stretch of noise is not a speaker), as pyannote does; when the number of speakers is
@@ -23,7 +23,7 @@ from functools import cache
 import numpy as np
 
 from pipeline.errors import OptionError
-from pipeline.speakers import Embedded, SpeakerEncoder
+from pipeline.speakers.embeddings import Embedded, SpeakerEncoder
 from pipeline.tuning import (
     TURN_DISTANCE,
     TURN_MAX_CLUSTERED,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from whisper.audio import FRAMES_PER_SECOND, HOP_LENGTH, N_FRAMES
 
-from pipeline.longform import Decoded, frame
+from pipeline.asr.longform import Decoded, frame
+from pipeline.asr.vad import SOUND_BRIDGE, SpeechMap, frame_levels
 from pipeline.tuning import (
     FILL,
     GAP_KEPT,
@@ -30,7 +31,6 @@ from pipeline.tuning import (
     SOUND_TAIL,
     UNHEARD,
 )
-from pipeline.vad import SOUND_BRIDGE, SpeechMap, frame_levels
 
 
 @dataclass(frozen=True)

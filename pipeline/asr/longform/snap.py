@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipeline.longform import Decoded
-from pipeline.segment import Word
+from pipeline.asr.longform import Decoded
+from pipeline.asr.results import Word
+from pipeline.asr.vad import SpeechMap
 from pipeline.tuning import LONG_WORD, ONSET_EARLY_MAX, QUIET_BELOW, SENTENCE_PAUSE, SNAP_MAX, STRETCHED_WORD
-from pipeline.vad import SpeechMap
 
 
 def snap_to_speech(segments: list[Decoded], speech: SpeechMap) -> list[Decoded]:

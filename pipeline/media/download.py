@@ -6,7 +6,7 @@ passes the limit. Files are saved under a name we choose (`media.<ext>`), never 
 
 Links to private network addresses (localhost, 10.x, 192.168.x, ...) are refused unless `allow_private` is set:
 a server exposed on a network must not become a proxy into the network it sits in. The link is checked first (a
-quick, clear refusal); then every connection the download makes goes through pipeline.egress, which checks the
+quick, clear refusal); then every connection the download makes goes through pipeline.media.egress, which checks the
 address it really connects to, on every hop. A server also bounds a download's wall time and its slowest rate, and
 may allow only some of yt-dlp's extractors (`extractors`).
 """
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pipeline.egress import EgressProxy, is_public_address
 from pipeline.errors import SubtitleError
 from pipeline.files import work_folder
-from pipeline.media import Limits, check_limits, ffmpeg_exe, human_size
+from pipeline.media.audio import Limits, check_limits, ffmpeg_exe, human_size
+from pipeline.media.egress import EgressProxy, is_public_address
 
 # The extractors a server allows by default (yt-dlp's names, as regular expressions): the big video sites and
 # `generic` for direct links to media files and pages that embed them.

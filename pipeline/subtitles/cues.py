@@ -1,6 +1,6 @@
 """Cue segmentation: timed words in, cues a broadcaster would ship out. Pure functions.
 
-The rules are `CueRules` (pipeline.check checks any SRT against the same ones): at most `max_lines` lines of
+The rules are `CueRules` (pipeline.subtitles.check checks any SRT against the same ones): at most `max_lines` lines of
 `max_line_chars` characters (16 for Chinese/Japanese/Korean, which count characters and get no spaces), at most
 `max_cps` characters per second, between `min_duration` and `max_duration` on screen, `min_gap` between cues.
 
@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from pipeline.asr.results import Word, normalized
 from pipeline.tuning import (
     EARLIEST_CUT,
     EARLY,
@@ -28,6 +29,7 @@ from pipeline.tuning import (
     REPEAT_REACH,
 )
 
+CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
 # Han, kana, Hangul, CJK punctuation and full-width forms: the one definition of a Chinese/Japanese/Korean character
 CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
@@ -46,17 +48,6 @@ class CueRules:
 
 
 @dataclass(frozen=True)
-class Word:
-    """One timed word: the only word type (whisper's word timestamps, the cue builder's input, the JSON output)."""
-
-    start: float  # seconds
-    end: float
-    word: str  # as whisper gives it: with its leading space in spaced languages
-    probability: float = 1.0
-    speaker: str | None = None  # who says it ("Speaker 1", or the name given on the page); None: not known
-
-
-@dataclass(frozen=True)
 class Cue:
     """One subtitle: the only cue type (built from words, read from SRT/VTT, written, burned, checked)."""
 
@@ -64,7 +55,7 @@ class Cue:
     end: float
     text: str  # lines joined with "\n"
     words: tuple[Word, ...] | None = None  # None: no word timings (whisper's own segments, or read from a file)
-    speaker: str | None = None  # who speaks it (pipeline/turns.py); None: not known
+    speaker: str | None = None  # who speaks it (pipeline/speakers/turns.py); None: not known
 
 
 def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
@@ -132,11 +123,6 @@ def _unrepeated(words: list[Word]) -> list[Word]:
         ):
             kept.append((said, w))
     return [w for _, w in kept]
-
-
-def normalized(text: str) -> str:
-    """Text as compared for sameness: lower case, words only (punctuation and dots out, apostrophes kept)."""
-    return " ".join(re.sub(r"[^\w\s.']+", " ", text.lower()).replace(".", " ").split())
 
 
 def _text(words: Sequence[Word], cjk: bool) -> str:
@@ -245,7 +231,7 @@ def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
         start = max(cue.start, out[-1].end + rules.min_gap + 0.001) if out else cue.start  # (pushed by the last)
         # 1 ms of margin both ways: subtitle files round times to whole milliseconds
         limit = cues[i + 1].start - rules.min_gap - 0.001 if i + 1 < len(cues) else float("inf")
-        chars = len(cue.text.replace("\n", ""))  # as pipeline.check counts them
+        chars = len(cue.text.replace("\n", ""))  # as pipeline.subtitles.check counts them
         needed = max(rules.min_duration, chars / rules.max_cps) + 0.001  # readable
         longest = max(cue.end, start + rules.max_duration)
         end = min(max(cue.end, start + needed), longest, limit)  # not too long, not into the gap

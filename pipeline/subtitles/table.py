@@ -2,7 +2,7 @@
 
 The table is what a person edits: times as 00:01:02.500, a cue's lines joined by " / ", a speaker's name. Its cells
 are bounded as an uploaded subtitle file is (MAX_CUES cues of MAX_CUE_CHARS characters) before any of it is parsed,
-and turned into SRT (or WebVTT with voice spans, when a cue has a speaker), which pipeline.subtitles reads back.
+and turned into SRT (or WebVTT with voice spans, when a cue has a speaker), which pipeline.subtitles.formats reads back.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from pipeline.errors import SubtitleError
-from pipeline.subtitles import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long, voice_tag, vtt_text
+from pipeline.subtitles.formats import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long, voice_tag, vtt_text
 
 MAX_NAME_CHARS = 40  # characters of a speaker's name
 

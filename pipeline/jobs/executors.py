@@ -1,4 +1,4 @@
-"""Where jobs run: in this process (the default), or on a Ray cluster (pipeline.cluster, imported only when asked).
+"""Where jobs run: in this process (the default), or on a Ray cluster (pipeline.jobs.ray, imported only when asked).
 
 Both take a JobSpec and give run_job's events and JobResult, so the CLI and the web app do not know which one they
 drive. The in-process one is run_job with one shared ModelCache; the Ray one spreads the inputs over workers that
@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from pipeline.asr.model import ModelCache, ModelOptions
 from pipeline.errors import SubtitleError
-from pipeline.jobs import Event, JobResult, JobSpec, Policy, run_job
-from pipeline.model import ModelCache, ModelOptions
+from pipeline.jobs.run import Event, JobResult, JobSpec, Policy, run_job
 
 
 class Executor(Protocol):
@@ -64,7 +64,7 @@ def executor(ray: str | None = None, workers: int | None = None, options: ModelO
     if ray is None:
         return InProcess(ModelCache(options))
     try:
-        from pipeline.cluster import RayExecutor  # (imports ray: only a Ray run needs it installed)
+        from pipeline.jobs.ray import RayExecutor  # (imports ray: only a Ray run needs it installed)
     except ImportError as e:
         if e.name != "ray":
             raise

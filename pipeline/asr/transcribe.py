@@ -2,12 +2,12 @@
 
 The window loop follows openai-whisper's `transcribe()` (seek to the last complete timestamp pair, temperature
 fallback on compression-ratio / log-prob thresholds, no-speech skipping, conditioning on previous text); each window
-is decoded by whisper's own DecodingTask on the OpenVINO model (pipeline/model.py), under the rules of
-pipeline/decoding.py. Unlike whisper's function this is a generator, so a progress bar or a web page can show each
+is decoded by whisper's own DecodingTask on the OpenVINO model (pipeline/asr/model.py), under the rules of
+pipeline/asr/decoding.py. Unlike whisper's function this is a generator, so a progress bar or a web page can show each
 segment as soon as it is decoded.
 
-With voice activity detection (pipeline/vad.py, on by default) the windows follow the speech instead of the clock,
-through the stages of pipeline/longform/ (its docstring gives their order): each window is planned around the
+With voice activity detection (pipeline/asr/vad.py, on by default) the windows follow the speech instead of the clock,
+through the stages of pipeline/asr/longform/ (its docstring gives their order): each window is planned around the
 speech (windows.py), speech whisper skipped is decoded again (redecode.py), word times snap to the detected speech
 (snap.py), and text decoded where nobody speaks is dropped unless whisper is sure of it (decoding.Guard). Each
 window's log-mel spectrogram is computed from its own audio (window_mel).
@@ -16,7 +16,7 @@ window's log-mel spectrogram is computed from its own audio (window_mel).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -36,7 +36,7 @@ from whisper.timing import add_word_timestamps
 from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE, get_tokenizer
 
 from pipeline import timings
-from pipeline.decoding import (
+from pipeline.asr.decoding import (
     Answer,
     Guard,
     Request,
@@ -46,15 +46,15 @@ from pipeline.decoding import (
     split_at_timestamps,
     too_repetitive,
 )
+from pipeline.asr.longform import Decoded, frame
+from pipeline.asr.longform.redecode import missed_speech, skipped, split_around, take_new, uncovered
+from pipeline.asr.longform.snap import snap_to_speech
+from pipeline.asr.longform.windows import Window, gains, leveled, off_the_seams, parts, plan_window
+from pipeline.asr.model import OVWhisper
+from pipeline.asr.results import Segment, TranscriptionInfo, Word
+from pipeline.asr.vad import SpeechMap, VadOptions, speech_map
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.longform import Decoded, frame
-from pipeline.longform.redecode import missed_speech, skipped, split_around, take_new, uncovered
-from pipeline.longform.snap import snap_to_speech
-from pipeline.longform.windows import Window, gains, leveled, off_the_seams, parts, plan_window
-from pipeline.model import OVWhisper
-from pipeline.segment import Word
 from pipeline.tuning import LEAD_IN, REDECODES
-from pipeline.vad import SpeechMap, VadOptions, speech_map
 
 TIME_PRECISION = N_SAMPLES_PER_TOKEN / SAMPLE_RATE  # 0.02 s per timestamp token
 
@@ -91,31 +91,6 @@ class TranscribeOptions:
             raise OptionError("vad_threshold", "The speech threshold is a probability: a number between 0 and 1")
         if not 1 <= self.batch_size <= 32:
             raise OptionError("batch_size", "The batch size must be between 1 and 32")
-
-
-@dataclass(frozen=True)
-class Segment:
-    start: float  # seconds
-    end: float
-    text: str
-    tokens: tuple[int, ...] = ()
-    avg_logprob: float = 0.0
-    no_speech_prob: float = 0.0
-    compression_ratio: float = 0.0
-    temperature: float = 0.0
-    words: tuple[Word, ...] | None = None
-    speaker: str | None = None  # who speaks most of it (pipeline/turns.py: when speaker turns are asked for)
-
-
-@dataclass(frozen=True)
-class TranscriptionInfo:
-    language: str
-    language_probability: float
-    duration: float  # seconds of audio
-    task: str = "transcribe"
-    language_probs: dict[str, float] = field(default_factory=dict, repr=False)
-    # the detector's speech regions (seconds), which speaker turns are found in; None: the detector was off
-    speech: tuple[tuple[float, float], ...] | None = field(default=None, repr=False, compare=False)
 
 
 def normalize_language(language: str | None) -> str | None:
@@ -270,7 +245,7 @@ class _Stream:
         return min(self.seek, self.last) - self.first
 
     def run(self, decode_options: DecodingOptions) -> Iterator[Request | Segment]:
-        """The stages, window after window (pipeline/longform/__init__.py): plan, decode and place, re-decode what
+        """The stages, window after window (pipeline/asr/longform/__init__.py): plan, decode and place, re-decode what
         was skipped, snap, continue, guard."""
         options, speech, tokenizer = self.options, self.speech, self.tokenizer
         guard = Guard(speech, options.compression_ratio_threshold)

@@ -22,12 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from pipeline.ass import CJK_FONT, LATIN_FONT, Style, to_ass  # (the look of subtitles: pipeline/ass.py)
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
-from pipeline.media import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
-from pipeline.segment import Cue
-from pipeline.subtitles import Labels, to_srt
+from pipeline.media.audio import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
+from pipeline.subtitles.ass import (  # (the look of subtitles: pipeline/subtitles/ass.py)
+    CJK_FONT,
+    LATIN_FONT,
+    Style,
+    to_ass,
+)
+from pipeline.subtitles.cues import Cue
+from pipeline.subtitles.formats import Labels, to_srt
 
 MAX_PIXELS = 1920 * 1080  # burned-in video is at most this big (4K and 8K are scaled down: the encode stays bounded)
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded

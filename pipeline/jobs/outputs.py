@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import OptionError
 from pipeline.files import atomic_path
-from pipeline.subtitles import FORMATS, Labels, render
+from pipeline.subtitles.formats import FORMATS, Labels, render
 from pipeline.timings import timed
 
-if TYPE_CHECKING:  # (pipeline.jobs imports this module)
-    from pipeline.jobs import SubtitleResult
+if TYPE_CHECKING:  # (pipeline.jobs.run imports this module)
+    from pipeline.jobs.run import SubtitleResult
 
 
 @timed("write")
@@ -31,7 +31,7 @@ def write_outputs(
     style=None,
 ) -> list[Path]:
     """Write `out_dir/stem.<fmt>` for each format, each whole or not at all (atomic_path); `labels`: how speakers
-    show in the text (pipeline.subtitles.LABELS); `style` (pipeline.ass.Style): the look of .ass files (on the
+    show in the text (pipeline.subtitles.formats.LABELS); `style` (pipeline.subtitles.ass.Style): the look of .ass files (on the
     video's picture size) and whether words light up."""
     media = result.media
     size = (media.width, media.height) if media.has_video and media.width and media.height else None

@@ -9,8 +9,8 @@ work has stopped.
 
 An input that fails (unreadable, no audio, over a limit, a dead link) fails alone: a `FileFailed` event, none of its
 files left behind, and the other inputs go on. Options are checked where they are built (each dataclass checks
-itself), so a bad option fails before any work. `pipeline.plan` checks the inputs and the disk budget before the
-work; `pipeline.outputs` names and writes the files.
+itself), so a bad option fails before any work. `pipeline.jobs.plan` checks the inputs and the disk budget before the
+work; `pipeline.jobs.outputs` names and writes the files.
 """
 
 from __future__ import annotations
@@ -26,20 +26,21 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.ass import CJK_LANGUAGES, DEFAULT_SIZE, Style, ass_file, read_ass, style_of
-from pipeline.download import download
+from pipeline.asr.model import ModelCache, ModelOptions, OVWhisper
+from pipeline.asr.results import Segment, TranscriptionInfo, Word
+from pipeline.asr.transcribe import TranscribeOptions, transcribe
 from pipeline.errors import Cancelled, OptionError, SubtitleError
-from pipeline.media import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
-from pipeline.model import ModelCache, ModelOptions, OVWhisper
-from pipeline.outputs import title_stem, unique_stem, write_outputs
-from pipeline.plan import check_disk, check_job, plan_job, video_room
-from pipeline.render import PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
-from pipeline.segment import Cue, CueRules, Word, in_time_order
-from pipeline.segment import segment as segment_words
-from pipeline.subtitles import FORMATS, Labels, clean_cues, is_ass, parse, read_subtitles
+from pipeline.jobs.outputs import title_stem, unique_stem, write_outputs
+from pipeline.jobs.plan import check_disk, check_job, plan_job, video_room
+from pipeline.media.audio import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
+from pipeline.media.download import download
+from pipeline.media.video import PREVIEW_SECONDS, BurnOptions, burn, can_mux_mp4, mux_soft, preview
+from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
+from pipeline.subtitles.ass import DEFAULT_SIZE, Style, ass_file, read_ass, style_of
+from pipeline.subtitles.cues import CJK_LANGUAGES, Cue, CueRules, in_time_order
+from pipeline.subtitles.cues import segment as segment_words
+from pipeline.subtitles.formats import FORMATS, Labels, clean_cues, is_ass, parse, read_subtitles
 from pipeline.timings import stage, timed
-from pipeline.transcribe import Segment, TranscribeOptions, TranscriptionInfo, transcribe
-from pipeline.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
 
 # Share of one input's progress bar given to each stage (the rest, up to 1, is writing the files).
 # Seconds of work per second of audio, before this process has timed a model (beam 5, 2 cores, from the speed
@@ -67,7 +68,7 @@ class JobSpec:
     preview: bool = False
     overwrite: bool = True  # False: a local input whose outputs are all there, newer than it, is skipped (a resume)
     speakers: TurnOptions | None = None  # find who speaks when, and cut cues where the speaker changes; None: off
-    labels: str = "dashes"  # how a change of speaker shows in the cues' text (pipeline.subtitles.LABELS)
+    labels: str = "dashes"  # how a change of speaker shows in the cues' text (pipeline.subtitles.formats.LABELS)
     # the look of the subtitles: of .ass files, and of the burned-in video (burn.style is made the same); with
     # style.highlight_words, the words light up as they are spoken (.ass karaoke, burn-in, WebVTT word times)
     style: Style = Style()
@@ -106,7 +107,9 @@ class Policy:
     limits: Limits | None = None  # None: no limits
     allow_private_urls: bool = True  # links to localhost / LAN addresses (safe only when the server is private)
     models: tuple[str, ...] | None = None  # the models a job may ask for; None: any
-    extractors: tuple[str, ...] | None = None  # yt-dlp extractors links may use (pipeline.download.SITES); None: any
+    extractors: tuple[str, ...] | None = (
+        None  # yt-dlp extractors links may use (pipeline.media.download.SITES); None: any
+    )
     threads: int = 0  # CPU threads one job's video encoding may use (a server's cores / its concurrency); 0: all
     # copies of each output that the server keeps beside the job's own (the web app: 1, Gradio's cache): they count
     # in the job's disk budget too
@@ -521,7 +524,7 @@ def subtitle_audio(
 ) -> SubtitleResult:
     """The cues of 16 kHz mono audio: whisper's segments, re-cut by `rules` (None: as whisper gives them) and
     cleaned. `on_segment(segment, duration)` sees each segment as soon as it is decoded. With `speakers`, each word
-    and cue carries its speaker, and cues are cut where the speaker changes (pipeline/turns.py)."""
+    and cue carries its speaker, and cues are cut where the speaker changes (pipeline/speakers/turns.py)."""
     if rules is not None:  # cues are cut from timed words
         options = replace(options, word_timestamps=True)
     segments, info = transcribe(audio, model, options, progress)
@@ -588,7 +591,7 @@ def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Se
 
 @timed("cues")
 def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue]:
-    """Whisper's segments re-cut into cues that keep the readability rules (pipeline.segment), from their words.
+    """Whisper's segments re-cut into cues that keep the readability rules (pipeline.subtitles.cues), from their words.
     A segment without word timings (rare: alignment found none) keeps its own timing and text."""
     out: list[Cue] = []
     pending: list[tuple[Word, ...]] = []

@@ -18,11 +18,11 @@ import torch
 from whisper.audio import HOP_LENGTH, N_SAMPLES_PER_TOKEN
 from whisper.decoding import DecodingOptions, DecodingResult
 
-from pipeline.longform import Decoded
-from pipeline.model import OVWhisper
-from pipeline.segment import normalized
+from pipeline.asr.longform import Decoded
+from pipeline.asr.model import OVWhisper
+from pipeline.asr.results import normalized
+from pipeline.asr.vad import SpeechMap
 from pipeline.tuning import LOOP_REPEATS, QUIET_DBFS, SURE_LOGPROB, SURE_NO_SPEECH
-from pipeline.vad import SpeechMap
 
 FRAMES_PER_TOKEN = N_SAMPLES_PER_TOKEN // HOP_LENGTH  # 2 mel frames per audio token
 

@@ -93,8 +93,8 @@ class SpeakerEncoder:
         import openvino as ov
 
         from convert.speaker import ensure_speaker_ir, pooling_weights
+        from pipeline.asr.model import compiled_dir
         from pipeline.cpu import cpu
-        from pipeline.model import compiled_dir
 
         if precision == "auto":
             precision = "bf16" if cpu().has_bf16 else "f32"
@@ -104,7 +104,9 @@ class SpeakerEncoder:
             "INFERENCE_PRECISION_HINT": precision,
         }
         ir = ensure_speaker_ir()
-        core = ov.Core()  # compiled blobs on disk, as Whisper's (pipeline.model.compiled_cache_dir says why per hint)
+        core = (
+            ov.Core()
+        )  # compiled blobs on disk, as Whisper's (pipeline.asr.model.compiled_cache_dir says why per hint)
         core.set_property({"CACHE_DIR": str(compiled_dir(f"{ir.name}-{precision}-{threads}t"))})
         self.compiled = core.compile_model(ir / "speaker.xml", "CPU", config)
         self.weight, self.mean, self.deviation = pooling_weights()

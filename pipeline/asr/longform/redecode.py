@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from whisper.audio import FRAMES_PER_SECOND
 
-from pipeline.decoding import FILLERS
-from pipeline.longform import Decoded
-from pipeline.segment import normalized
+from pipeline.asr.decoding import FILLERS
+from pipeline.asr.longform import Decoded
+from pipeline.asr.results import normalized
+from pipeline.asr.vad import SpeechMap
 from pipeline.tuning import COVER_SLACK, LEAD_IN, LONG_WORD, MISSED_SPEECH, SKIPPED_SPEECH, SURE_LOGPROB
-from pipeline.vad import SpeechMap
 
 
 def uncovered(speech: SpeechMap, window_start: float, segments: list[Decoded]) -> list[tuple[float, float]]:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.media import Limits, MediaInfo, check_limits, human_size, require_audio
-from pipeline.render import AUDIO_RATE, BURN_MAX_RATE, PREVIEW_SECONDS, preview_reencodes
+from pipeline.media.audio import Limits, MediaInfo, check_limits, human_size, require_audio
+from pipeline.media.video import AUDIO_RATE, BURN_MAX_RATE, PREVIEW_SECONDS, preview_reencodes
 
-if TYPE_CHECKING:  # (pipeline.jobs imports this module)
-    from pipeline.jobs import FileSkipped, JobSpec, Policy
+if TYPE_CHECKING:  # (pipeline.jobs.run imports this module)
+    from pipeline.jobs.run import FileSkipped, JobSpec, Policy
 
 _DISK_MARGIN = 200 * 1024**2  # bytes kept free beyond what a job needs
 
@@ -82,7 +82,7 @@ def check_file(path: Path, limits: Limits | None, stop: threading.Event | None =
 def done_before(spec: JobSpec, i: int, out_dir: Path, stems: set[str]) -> FileSkipped | None:
     """Input i's outputs in out_dir, when an earlier run wrote them all (each newer than the input); its name is
     then taken in `stems`, as it was in that run. Only for local inputs."""
-    from pipeline.jobs import FileSkipped  # (pipeline.jobs imports this module: imported here)
+    from pipeline.jobs.run import FileSkipped  # (pipeline.jobs.run imports this module: imported here)
 
     item = spec.inputs[i]
     stem = Path(item.name).stem

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from pipeline.asr.results import Word
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.segment import CJK, Cue, Word
-from pipeline.subtitles import (
+from pipeline.subtitles.cues import CJK, CJK_LANGUAGES, Cue
+from pipeline.subtitles.formats import (
     MAX_CUE_CHARS,
     MAX_CUES,
     Labels,
@@ -33,7 +34,6 @@ from pipeline.subtitles import (
 
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
-CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
 # libass sizes text by the font's ascent + descent; Noto CJK's are tall, so at the same size its glyphs come out
 # about a fifth smaller than DejaVu's. Scaled up to look the same size.
 CJK_SCALE = 1.2
@@ -126,7 +126,7 @@ def to_ass(
     labels: Labels | str = Labels(),
 ) -> str:
     """The ASS script libass burns into a `width` x `height` video: speakers shown as `labels` says
-    (pipeline.subtitles.shown) and, with style.speaker_colours, each in a colour; with style.highlight_words, an
+    (pipeline.subtitles.formats.shown) and, with style.speaker_colours, each in a colour; with style.highlight_words, an
     event per word, that word in the highlight colour."""
     return _render(cues, width, height, style, language, labels, file=False)
 
@@ -193,7 +193,7 @@ class _Piece:
 
 
 def _groups(cues, width, height, style, language, labels, karaoke: bool):
-    """Each shown cue (pipeline.subtitles.shown): its cues, its style's name, its timed pieces, each cue's colour
+    """Each shown cue (pipeline.subtitles.formats.shown): its cues, its style's name, its timed pieces, each cue's colour
     tag (empty without speaker colours; with `karaoke`, the colour before a word is lit)."""
     size, margin_h, _ = _layout(style, width, height)
     cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide

@@ -43,9 +43,9 @@ from whisper.timing import dtw_cpu
 from whisper.tokenizer import Tokenizer
 
 from pipeline import timings
+from pipeline.asr.batched import BatchedBeamSearch, BatchedTimestampRules
 from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
 from pipeline.errors import Cancelled, OptionError, SubtitleError
-from pipeline.rules import BatchedBeamSearch, BatchedTimestampRules
 from pipeline.timings import timed
 
 log = logging.getLogger("subtitle-generator")
@@ -354,7 +354,7 @@ class OVDecodingTask(DecodingTask):
     def __init__(self, model: OVWhisper, options: DecodingOptions, row_prompts: list[list[int]] | None = None):
         super().__init__(model, options)
         self.inference = OVInference(model, len(self.initial_tokens), self.sot_index)
-        # whisper's per-step rules, the same results computed for the whole batch at once (pipeline/rules.py)
+        # whisper's per-step rules, the same results computed for the whole batch at once (pipeline/asr/batched.py)
         self.logit_filters = [
             BatchedTimestampRules(f.tokenizer, f.sample_begin, f.max_initial_timestamp_index)
             if type(f) is ApplyTimestampRules else f

@@ -2,7 +2,7 @@
 which resolves the host itself, refuses private addresses, and connects to the very address it checked.
 
 yt-dlp is given the proxy for every request it makes (the page, redirects, embedded players, HLS fragments, and
-ffmpeg when yt-dlp hands it a stream, through a wrapper that ignores no_proxy: see pipeline.download), so the check
+ffmpeg when yt-dlp hands it a stream, through a wrapper that ignores no_proxy: see pipeline.media.download), so the check
 covers each hop, not only the link a person pasted, and DNS rebinding gets nowhere: the name is resolved once, by the
 proxy, for the connection it makes. A refused hop gets a 403 from the proxy without any byte sent to the private host,
 so its answers (a 404, a closed port) cannot be read back through the page. The proxy also ends every connection at

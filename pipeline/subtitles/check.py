@@ -1,4 +1,4 @@
-"""Check any SRT file against broadcast readability rules: python -m pipeline.check FILE.srt [FILE.srt ...]
+"""Check any SRT file against broadcast readability rules: python -m pipeline.subtitles.check FILE.srt [FILE.srt ...]
 
 Prints every cue that breaks a rule (line length, number of lines, reading speed, duration, gap to the next cue,
 overlap) and a summary per file; exits 1 when any rule is broken, 2 when a file can't be read. It works on any SRT,
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
-from pipeline.segment import Cue, CueRules, is_cjk
-from pipeline.subtitles import cue_blocks, format_timestamp, read_subtitles
+from pipeline.subtitles.cues import Cue, CueRules, is_cjk
+from pipeline.subtitles.formats import cue_blocks, format_timestamp, read_subtitles
 
 SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
 RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
@@ -34,7 +34,7 @@ class Problem:
 
 def parse_srt(text: str) -> list[Cue]:
     """Cues from SRT (or WebVTT) text, in file order (empty ones too: they count in the numbering); tolerant of a BOM,
-    CRLF, '.' for ',', missing or wrong numbers and extra blank lines (pipeline.subtitles.cue_blocks)."""
+    CRLF, '.' for ',', missing or wrong numbers and extra blank lines (pipeline.subtitles.formats.cue_blocks)."""
     return [Cue(start, end, body, None, speaker) for start, end, body, speaker, _ in cue_blocks(text)]
 
 
@@ -79,7 +79,7 @@ def summary(cues: Sequence[Cue], problems: Sequence[Problem]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m pipeline.check",
+        prog="python -m pipeline.subtitles.check",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
