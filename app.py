@@ -30,32 +30,25 @@ import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import FORMATS, SubtitleError, TranscribeOptions
-from pipeline.asr.model import ModelOptions, resolve_precision
+from pipeline.asr.model import ModelOptions
+from pipeline.asr.precision import resolve_precision
 from pipeline.asr.results import Word
 from pipeline.asr.transcribe import LANGUAGES
 from pipeline.cpu import usable_cores
 from pipeline.errors import OptionError
 from pipeline.files import sweep
+from pipeline.jobs.build import build_spec
 from pipeline.jobs.executors import Executor, add_arguments, executor
 from pipeline.jobs.outputs import write_outputs, zip_outputs
-from pipeline.jobs.run import (
-    CueDecoded,
-    FileFailed,
-    JobResult,
-    JobSpec,
-    Policy,
-    Progress,
-    Source,
-    SourceFound,
-)
+from pipeline.jobs.spec import CueDecoded, FileFailed, JobResult, JobSpec, Policy, Progress, Source, SourceFound
 from pipeline.media.audio import Limits, hms, probe
 from pipeline.media.download import SITES
-from pipeline.media.video import PREVIEW_SECONDS, BurnOptions, Style
-from pipeline.speakers.turns import turn_options
+from pipeline.media.video import PREVIEW_SECONDS, Style
 from pipeline.subtitles.ass import read_ass, style_of
 from pipeline.subtitles.check import check, parse_srt
 from pipeline.subtitles.cues import Cue, CueRules
-from pipeline.subtitles.formats import Labels, format_timestamp, is_ass, parse, read_subtitles, to_vtt
+from pipeline.subtitles.formats import Labels, format_timestamp, to_vtt
+from pipeline.subtitles.read import is_ass, parse, read_subtitles
 from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 
 log = logging.getLogger("subtitle-generator")
@@ -451,45 +444,22 @@ def form_to_spec(**form) -> JobSpec:
     if unknown:
         raise OptionError(sorted(unknown)[0], f"Unknown option {sorted(unknown)[0]!r}")
     f = {**DEFAULTS, **{k: v for k, v in form.items() if v is not None}}
-    if f["burn_in"] not in {value for _, value in BURN_CHOICES}:
-        raise OptionError("burn", f"Unknown burn-in choice {f['burn_in']!r}: use none, preview or full")
-    url = (f["url"] or "").strip()
-    look = Style(
-        float(f["font_size"]) / 100,
-        f["position"],
-        _hex(f["text_colour"]),
-        _hex(f["outline_colour"]),
-        bool(f["box"]),
-        float(f["margin"]) / 100 if f["margin"] else None,
-        bool(f["speaker_colours"]),
-        bool(f["highlight_words"]),
-        _hex(f["highlight_colour"]),
-    )
-    return JobSpec(
-        inputs=(*(Path(name) for name in f["files"] or []), *([url] if url else [])),
-        model=ModelOptions(f["model"], f["precision"]),
-        transcribe=TranscribeOptions(
-            language=f["language"],
-            task=f["task"],
-            beam_size=int(f["beam_size"]),
-            initial_prompt=(f["initial_prompt"] or "").strip() or None,
-            condition_on_previous_text=bool(f["condition_on_previous_text"]),
-            vad=bool(f["vad"]),
-            batch_size=int(f["batch_size"]),
-        ),
-        rules=CueRules(max_line_chars=int(f["max_line_chars"]), max_cps=float(f["max_cps"]))
-        if f["cue_rules"]
-        else None,
-        formats=tuple(f["formats"] or ("srt",)),
-        burn=None
-        if f["burn_in"] == "none"
-        else BurnOptions(look, preview_seconds=PREVIEW_SECONDS if f["burn_in"] == "preview" else None),
-        style=look,
-        soft=bool(f["soft"]),
-        subtitles=Path(f["subtitles"]) if f["subtitles"] else None,
+    url = (f.pop("url") or "").strip()
+    files, subtitles = f.pop("files") or [], f.pop("subtitles")
+    converted = {k: _hex(f[k]) for k in ("text_colour", "outline_colour", "highlight_colour")} | {
+        "beam_size": int(f["beam_size"]),
+        "batch_size": int(f["batch_size"]),
+        "max_line_chars": int(f["max_line_chars"]),
+        "max_cps": float(f["max_cps"]),
+        "formats": f["formats"] or ("srt",),
+        "font_size": float(f["font_size"]) / 100,  # (a % on the page)
+        "margin": float(f["margin"]) / 100 if f["margin"] else None,
+    }
+    return build_spec(
+        **f | converted,
+        inputs=(*(Path(name) for name in files), *([url] if url else [])),
+        subtitles=Path(subtitles) if subtitles else None,
         preview=True,  # the page plays the video with its subtitles
-        speakers=turn_options(f["speakers"]),
-        labels=f["speaker_labels"],
     )
 
 

@@ -22,9 +22,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.longform import compose_eval  # noqa: E402
-from pipeline.asr.model import load_model  # noqa: E402
+from pipeline.asr.cache import load_model  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.jobs.run import subtitle_file  # noqa: E402
+from pipeline.jobs.subtitling import subtitle_file  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE, ffmpeg_exe, probe  # noqa: E402
 from pipeline.media.video import BurnOptions, Style, burn  # noqa: E402
 
@@ -56,15 +56,15 @@ def main() -> None:
         started = time.monotonic()
         result = subtitle_file(video, model)  # (word timestamps: the cue rules need them)
         rows.append(("transcription (base, beam 5)", time.monotonic() - started, None))
-        runs = [("burn-in, 60-s preview (default: veryfast)", BurnOptions(preview_seconds=60)),
-                ("burn-in, whole video (default: ultrafast)", BurnOptions())]  # fmt: skip
-        runs.append(("burn-in, whole video, words lit up", BurnOptions(Style(highlight_words=True))))
+        runs = [("burn-in, 60-s preview (default: veryfast)", BurnOptions(preview_seconds=60), Style()),
+                ("burn-in, whole video (default: ultrafast)", BurnOptions(), Style())]  # fmt: skip
+        runs.append(("burn-in, whole video, words lit up", BurnOptions(), Style(highlight_words=True)))
         presets = [preset for preset in args.presets.split(",") if preset]
-        runs += [(f"burn-in, whole video, {preset}", BurnOptions(preset=preset)) for preset in presets]
-        for name, options in runs:
+        runs += [(f"burn-in, whole video, {preset}", BurnOptions(preset=preset), Style()) for preset in presets]
+        for name, options, style in runs:
             out = Path(tmp) / "out.mp4"
             started = time.monotonic()
-            burn(video, result.cues, out, result.info.language, options)
+            burn(video, result.cues, out, language=result.info.language, options=options, style=style)
             rows.append((name, time.monotonic() - started, out.stat().st_size))
             out.unlink()
     print(f"\nCPU: {cpu().describe()}")

@@ -40,7 +40,9 @@ def main() -> None:
     from whisper.tokenizer import get_tokenizer
 
     from benchmarks.speed import recordings
-    from pipeline.asr.model import ModelOptions, _bind_cross_kv, load_model
+    from pipeline.asr.cache import load_model
+    from pipeline.asr.inference import bind_cross_kv
+    from pipeline.asr.model import ModelOptions
     from pipeline.asr.transcribe import window_mel
     from pipeline.cpu import cpu
 
@@ -65,7 +67,7 @@ def main() -> None:
         rows = [i - 1 for i in text] + [text[-1]]  # the query that predicts each text token, and the end
         request = model.aligner.create_infer_request()
         request.set_tensor("tokens", ov.Tensor(np.asarray([sequence], dtype=np.int64)))
-        _bind_cross_kv(request, model.encoder(mel[None]), model.dims)
+        bind_cross_kv(request, model.encoder(mel[None]), model.dims)
         request.infer()
         scores = torch.from_numpy(request.get_tensor("alignment_qk").data.copy())[0]  # (heads, tokens, frames)
         # as find_alignment: softmax over the frames, normalised over its rows (the start of transcript, the

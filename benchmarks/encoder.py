@@ -15,7 +15,7 @@ not counted), and compares its output, the cross-attention keys and values every
 "error" is the difference from f32's output relative to it (the norm of the difference over f32's norm; f16
 rounding alone is 3e-4). A setting
 that is faster here is a candidate; benchmarks/precision.py then measures its WER clip by clip before `auto`
-(pipeline/cpu.py, pipeline/asr/model.py resolve_precision) adopts it. The CPU's model and flags head the table.
+(pipeline/cpu.py, pipeline/asr/precision.py resolve_precision) adopts it. The CPU's model and flags head the table.
 """
 
 from __future__ import annotations

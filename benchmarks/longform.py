@@ -37,7 +37,8 @@ def compose_eval(eval_dir: Path, language: str = "en", gap: float = GAP_SECONDS)
 
 
 def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", vad: bool = True) -> str:
-    from pipeline.asr.model import ModelOptions, load_model
+    from pipeline.asr.cache import load_model
+    from pipeline.asr.model import ModelOptions
     from pipeline.asr.transcribe import TranscribeOptions, transcribe
 
     model = load_model(ModelOptions(precision=precision))
@@ -46,7 +47,7 @@ def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", v
 
 
 def run_ours_per_clip(comp: Composition) -> str:
-    from pipeline.asr.model import load_model
+    from pipeline.asr.cache import load_model
     from pipeline.asr.transcribe import TranscribeOptions, transcribe
 
     model = load_model()
@@ -59,9 +60,9 @@ def run_ours_per_clip(comp: Composition) -> str:
 
 def run_ours_cues(comp: Composition, vad: bool) -> tuple[str, str]:
     """The CLI's path (word timing and cue rules); returns (text, cue statistics)."""
-    from pipeline.asr.model import load_model
+    from pipeline.asr.cache import load_model
     from pipeline.asr.transcribe import TranscribeOptions
-    from pipeline.jobs.run import subtitle_audio
+    from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.subtitles.check import check, parse_srt
     from pipeline.subtitles.formats import to_srt
 

@@ -6,7 +6,7 @@
 is a poor judge of that: one different token early in a window changes the prompt of every window after it, so two
 precisions differ by whole sentences for reasons that are not precision. Here every clip of ../shared/eval (56, in
 8 languages) is decoded on its own, with the defaults (beam 5, temperature fallback), at each setting:
-- f32, bf16, int8: the product's precisions (pipeline/asr/model.py resolve_precision);
+- f32, bf16, int8: the product's precisions (pipeline/asr/precision.py resolve_precision);
 - int8 with the decoder's self-attention cache (KV_CACHE_PRECISION) in bf16, f16 or u8 instead of f32;
 - int8 with the cross-attention keys/values (the encoder's output, read by every decoder step) handed to the
   decoder as f16 or bf16 instead of f32.
@@ -34,7 +34,9 @@ import openvino as ov  # noqa: E402
 import torch  # noqa: E402
 from whisper.audio import log_mel_spectrogram, pad_or_trim  # noqa: E402
 
-from pipeline.asr.model import ModelOptions, OVWhisper, Precision, load_model, resolve_precision  # noqa: E402
+from pipeline.asr.cache import load_model  # noqa: E402
+from pipeline.asr.model import ModelOptions, OVWhisper  # noqa: E402
+from pipeline.asr.precision import Precision, resolve_precision  # noqa: E402
 from pipeline.asr.transcribe import TranscribeOptions, transcribe  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import load_audio  # noqa: E402

@@ -25,11 +25,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import Composition, generate, load_clips  # noqa: E402
 from benchmarks.speed import recordings as speed_recordings  # noqa: E402
-from pipeline.asr.model import ModelOptions, load_model  # noqa: E402
+from pipeline.asr.cache import load_model  # noqa: E402
+from pipeline.asr.model import ModelOptions  # noqa: E402
 from pipeline.asr.transcribe import TranscribeOptions  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.jobs.run import subtitle_audio  # noqa: E402
-from pipeline.subtitles.formats import render  # noqa: E402
+from pipeline.jobs.subtitling import subtitle_audio  # noqa: E402
+from pipeline.subtitles.write import to_format  # noqa: E402
 
 SPEED_SEED = 7  # the speed benchmark's default draw of its pauses recording
 OPTIONS = TranscribeOptions(language="en")  # as the benchmarks decode them
@@ -44,7 +45,10 @@ def development_recordings(eval_dir: Path, seeds: list[int]) -> dict[str, Compos
 
 def outputs(comp: Composition, model) -> dict[str, str]:
     result = subtitle_audio(comp.audio, model, OPTIONS)
-    return {fmt: render(fmt, result.cues, result.info.language, result.info.duration) for fmt in ("srt", "json")}
+    return {
+        fmt: to_format(fmt, result.cues, language=result.info.language, duration=result.info.duration)
+        for fmt in ("srt", "json")
+    }
 
 
 def difference(saved: str, now: str) -> str | None:

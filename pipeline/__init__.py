@@ -4,9 +4,9 @@ from pipeline import load_model, subtitle_file
 model = load_model()
 result = subtitle_file("talk.mp4", model)     # SubtitleResult: cues, info
 segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
-for event in run_job(JobSpec((Path("talk.mp4"), "https://…")), Path("out"), ModelCache()): ...  # the CLI's path
+for event in run_job(JobSpec(inputs=(Path("talk.mp4"), "https://…")), Path("out"), ModelCache()): ...  # the CLI's path
 
-(Each submodule keeps its own name: `pipeline.media.video` is the burn-in module, `pipeline.subtitles.formats.render` writes a
+(Each submodule keeps its own name: `pipeline.media.video` is the burn-in module, `pipeline.subtitles.write.to_format` writes a
 subtitle format; nothing here is re-exported under a module's name.)
 """
 
@@ -24,30 +24,29 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # torch, whisper and OpenVINO (1-2 s), which only transcription needs.
 _EXPORTS = {
     "SubtitleError": "pipeline.errors",
-    "JobResult": "pipeline.jobs.run",
-    "JobSpec": "pipeline.jobs.run",
-    "Policy": "pipeline.jobs.run",
-    "SubtitleResult": "pipeline.jobs.run",
+    "JobResult": "pipeline.jobs.spec",
+    "JobSpec": "pipeline.jobs.spec",
+    "Policy": "pipeline.jobs.spec",
+    "SubtitleResult": "pipeline.jobs.spec",
     "run_job": "pipeline.jobs.run",
-    "subtitle_audio": "pipeline.jobs.run",
-    "subtitle_file": "pipeline.jobs.run",
+    "subtitle_audio": "pipeline.jobs.subtitling",
+    "subtitle_file": "pipeline.jobs.subtitling",
     "load_audio": "pipeline.media.audio",
     "probe": "pipeline.media.audio",
-    "ModelCache": "pipeline.asr.model",
+    "ModelCache": "pipeline.asr.cache",
     "ModelOptions": "pipeline.asr.model",
     "OVWhisper": "pipeline.asr.model",
-    "load_model": "pipeline.asr.model",
+    "load_model": "pipeline.asr.cache",
     "write_outputs": "pipeline.jobs.outputs",
     "Cue": "pipeline.subtitles.cues",
     "CueRules": "pipeline.subtitles.cues",
     "Word": "pipeline.asr.results",
-    "FORMATS": "pipeline.subtitles.formats",
+    "FORMATS": "pipeline.subtitles.write",
     "Segment": "pipeline.asr.results",
     "TranscribeOptions": "pipeline.asr.transcribe",
     "TranscriptionInfo": "pipeline.asr.results",
     "transcribe": "pipeline.asr.transcribe",
 }
-
 
 
 def __getattr__(name: str):

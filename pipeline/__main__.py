@@ -19,8 +19,9 @@ from pipeline.asr.transcribe import TranscribeOptions
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.files import work_folder
+from pipeline.jobs.build import build_spec as job_spec
 from pipeline.jobs.executors import add_arguments, executor
-from pipeline.jobs.run import (
+from pipeline.jobs.spec import (
     CueDecoded,
     FileDone,
     FileFailed,
@@ -32,10 +33,10 @@ from pipeline.jobs.run import (
     SourceFound,
 )
 from pipeline.media.audio import hms, media_files
-from pipeline.media.video import BurnOptions, Style
-from pipeline.speakers.turns import turn_options
+from pipeline.media.video import Style
 from pipeline.subtitles.cues import CueRules
-from pipeline.subtitles.formats import FORMATS, LABELS, format_timestamp
+from pipeline.subtitles.formats import LABELS, format_timestamp
+from pipeline.subtitles.write import FORMATS
 
 # The flag each option's field comes from, to name it in an error (the options' own messages name no flag)
 FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "beam_size": "--beam-size",
@@ -170,17 +171,6 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
     """The job the arguments ask for; an OptionError names the field that is wrong."""
     if args.preview is not None and not args.burn:
         raise OptionError("preview_seconds", "A preview is a burned-in one: add --burn")
-    look = Style(
-        args.font_size,
-        args.position,
-        args.text_colour,
-        args.outline_colour,
-        args.box,
-        args.margin,
-        args.speaker_colours,
-        args.highlight_words,
-        args.highlight_colour,
-    )
     inputs: list[Path | str] = []
     for x in args.inputs:
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", x):
@@ -192,31 +182,41 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
             inputs += found
         else:
             inputs.append(Path(x))
-    return JobSpec(
-        tuple(inputs),
-        model=ModelOptions(args.model, args.precision, args.threads),
-        transcribe=TranscribeOptions(
-            language=args.language,
-            task=args.task,
-            beam_size=args.beam_size,
-            initial_prompt=args.initial_prompt,
-            condition_on_previous_text=not args.no_condition_on_previous_text,
-            word_timestamps=args.word_timestamps,
-            vad=not args.no_vad,
-            vad_threshold=args.vad_threshold,
-            batch_size=args.batch_size,
-        ),
-        rules=None
-        if args.no_cue_rules
-        else CueRules(max_line_chars=args.max_line_chars, max_lines=args.max_lines, max_cps=args.max_cps),
-        formats=tuple(args.format.split(",")),
-        burn=BurnOptions(look, preview_seconds=args.preview) if args.burn else None,
-        style=look,
+    return job_spec(
+        inputs=tuple(inputs),
+        model=args.model,
+        precision=args.precision,
+        threads=args.threads,
+        language=args.language,
+        task=args.task,
+        beam_size=args.beam_size,
+        initial_prompt=args.initial_prompt,
+        condition_on_previous_text=not args.no_condition_on_previous_text,
+        word_timestamps=args.word_timestamps,
+        vad=not args.no_vad,
+        vad_threshold=args.vad_threshold,
+        batch_size=args.batch_size,
+        cue_rules=not args.no_cue_rules,
+        max_line_chars=args.max_line_chars,
+        max_lines=args.max_lines,
+        max_cps=args.max_cps,
+        formats=args.format.split(","),
+        burn_in=("preview" if args.preview is not None else "full") if args.burn else "none",
+        preview_seconds=args.preview,
+        font_size=args.font_size,
+        position=args.position,
+        text_colour=args.text_colour,
+        outline_colour=args.outline_colour,
+        box=args.box,
+        margin=args.margin,
+        speaker_colours=args.speaker_colours,
+        highlight_words=args.highlight_words,
+        highlight_colour=args.highlight_colour,
         soft=args.soft,
         subtitles=args.subtitles,
         overwrite=args.overwrite,
-        speakers=turn_options(args.speakers),
-        labels=args.speaker_labels,
+        speakers=args.speakers,
+        speaker_labels=args.speaker_labels,
     )
 
 

@@ -1,8 +1,5 @@
-"""What this CPU can do, read at run time: its model name and instruction sets, the cores this process may use,
-and from those the numeric precision `auto` means.
-
-The machine can change between runs (a cloud VM moves from an AMD EPYC to an Intel Xeon with AMX), so nothing here
-is decided at install time.
+"""What this CPU can do, read at run time (a cloud VM can move between CPUs): its model, instruction sets, the
+cores this process may use, and the precision `auto` means.
 """
 
 from __future__ import annotations
@@ -74,8 +71,6 @@ def usable_cores() -> int:
 
 
 def auto_precision(info: CPU) -> str:
-    """What `auto` resolves to. int8 weights make every decoder step read a quarter of f32's bytes, which is what a
-    step is bound by; where int8 dot products (VNNI/AMX) exist the activations are quantized too. Measured on one
-    CPU (README, Speed and precision; benchmarks/precision.py, each eval clip decoded alone): English WER 7.3 %
-    against f32's 7.2 %, other languages no worse, in 0.64x the time. Without AVX2 nothing has been measured: f32."""
+    """What `auto` resolves to: int8 weights where AVX2 exists (a decoder step is bound by the bytes it
+    reads; README, Speed and precision), else f32."""
     return "int8" if "avx2" in info.flags else "f32"

@@ -59,7 +59,8 @@ def torch_model():
 @pytest.fixture(scope="session")
 def ov_model(model_cache):
     """The IR at f32, the precision that decodes token for token like openai-whisper."""
-    from pipeline.asr.model import ModelOptions, load_model
+    from pipeline.asr.cache import load_model
+    from pipeline.asr.model import ModelOptions
 
     return load_model(ModelOptions(precision="f32"))
 
@@ -157,7 +158,7 @@ def app_server(ov_model, tmp_path_factory):
 
     Yields (url, jobs_dir)."""
     import app
-    from pipeline.asr.model import ModelCache
+    from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess
 
     jobs_dir = tmp_path_factory.mktemp("jobs")

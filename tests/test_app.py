@@ -139,7 +139,7 @@ def test_limits_are_a_message_before_any_work(videos, tmp_path, limits, message)
     import gradio as gr
 
     import app
-    from pipeline.asr.model import ModelCache
+    from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess
     from pipeline.media.audio import Limits
 
@@ -225,8 +225,8 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
 def test_unchanged_cues_keep_their_word_times_when_the_files_are_made_again(client, videos):
     """Words lit up (WebVTT word times), then the table back with one cue's words changed: the other cues keep the
     measured times, the changed one gets its time spread over its words by their length."""
-    from pipeline.subtitles.cues import Cue
-    from pipeline.subtitles.formats import parse, timed_words
+    from pipeline.subtitles.cues import Cue, timed_words
+    from pipeline.subtitles.read import parse
 
     video = handle_file(str(videos[ENGLISH[0]]))
     _, _, cues, _, downloads = client.predict(
@@ -285,7 +285,7 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
     import gradio as gr
 
     import app
-    from pipeline.asr.model import ModelCache
+    from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess
 
     subtitler = app.SubtitleApp(
@@ -302,7 +302,7 @@ def test_one_client_may_have_only_so_many_jobs(videos, tmp_path):
 
 def test_the_page_names_models_by_id_not_by_server_path(tmp_path):
     import app
-    from pipeline.asr.model import ModelCache
+    from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess
 
     choices = [("Whisper base", "base"), ("Small", "/srv/models/whisper-small-ct2"), ("Tuned", "/a/b/model.pt"),
@@ -498,7 +498,7 @@ def test_a_full_server_turns_jobs_away_as_busy(videos, tmp_path):
     import gradio as gr
 
     import app
-    from pipeline.asr.model import ModelCache
+    from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess
 
     options = app.ServerOptions(jobs_dir=tmp_path, concurrency=1, queue_size=1, per_client=5)

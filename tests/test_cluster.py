@@ -20,14 +20,15 @@ import pytest
 import srt
 from conftest import ENGLISH, LONG, clip_path, free_port, wer
 
-from pipeline.asr.model import ModelCache, ModelOptions
+from pipeline.asr.cache import ModelCache
+from pipeline.asr.model import ModelOptions
 from pipeline.jobs.executors import InProcess
-from pipeline.jobs.run import CueDecoded, FileDone, JobResult, JobSpec, Progress
+from pipeline.jobs.spec import CueDecoded, FileDone, JobResult, JobSpec, Progress
 
 pytestmark = pytest.mark.slow  # real speech through real models, on Ray
 
 ROOT = Path(__file__).resolve().parents[1]
-BATCH = JobSpec(tuple(clip_path(c) for c in ENGLISH))  # 4 clips
+BATCH = JobSpec(inputs=tuple(clip_path(c) for c in ENGLISH))  # 4 clips
 
 
 def run(executor, spec: JobSpec, out: Path) -> tuple[list, JobResult]:
@@ -108,7 +109,7 @@ def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_serv
     from pipeline.media.video import BurnOptions
 
     video, link = videos[ENGLISH[0]], f"{media_server}/{ENGLISH[1]}.mp4"
-    spec = JobSpec((video, link), burn=BurnOptions(), soft=True)
+    spec = JobSpec(inputs=(video, link), burn=BurnOptions(), soft=True)
     _, result = run(cluster, spec, tmp_path / "out")
     assert not result.failed
     names = [[p.name for p in f.outputs] for f in result.files]
@@ -119,7 +120,7 @@ def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_serv
             assert probe(path).duration == pytest.approx(probe(original).duration, abs=0.2)
     assert result.files[0].source.media == video
     # the page's preview of a link, made by the worker from its download, comes back beside the subtitles
-    _, result = run(cluster, JobSpec((link,), preview=True), tmp_path / "previewed")
+    _, result = run(cluster, JobSpec(inputs=(link,), preview=True), tmp_path / "previewed")
     shown = result.files[0].preview
     assert shown == tmp_path / "previewed" / f"{ENGLISH[1]}.preview.mp4" and shown not in result.files[0].outputs
     assert probe(shown).duration == pytest.approx(probe(videos[ENGLISH[1]]).duration, abs=0.2)
@@ -136,12 +137,12 @@ def test_workers_the_cluster_cannot_start_are_a_message_not_a_hang(cluster, ray_
         "Ray started 0 of 1 workers of 2 CPUs in 5 s (0 of the cluster's 2 CPUs are free): ask for fewer --workers, or "
         "try when its other work is done"
     )
-    _, result = run(cluster, JobSpec((clip_path(ENGLISH[0]),)), tmp_path)  # the module's workers go on
+    _, result = run(cluster, JobSpec(inputs=(clip_path(ENGLISH[0]),)), tmp_path)  # the module's workers go on
     assert len(result.files) == 1
 
 
 def test_closing_a_job_stops_its_worker_and_leaves_nothing(cluster, tmp_path):
-    events = cluster.run(JobSpec((clip_path(LONG),)), tmp_path / "out")  # 53 s: two windows
+    events = cluster.run(JobSpec(inputs=(clip_path(LONG),)), tmp_path / "out")  # 53 s: two windows
     for event in events:
         if isinstance(event, CueDecoded):  # the first window is done, the second is being decoded
             break
@@ -151,7 +152,7 @@ def test_closing_a_job_stops_its_worker_and_leaves_nothing(cluster, tmp_path):
     assert not list((tmp_path / "out").iterdir())
     pids = cluster.pids()
     assert not [p for pid in pids for p in Path(tempfile.gettempdir()).glob(f"subtitle-worker-{pid}-*")]
-    events, result = run(cluster, JobSpec((clip_path(ENGLISH[0]),)), tmp_path / "next")  # the workers are free
+    events, result = run(cluster, JobSpec(inputs=(clip_path(ENGLISH[0]),)), tmp_path / "next")  # the workers are free
     assert [f.name for f in (tmp_path / "next").iterdir()] == [f"{ENGLISH[0]}.srt"]
 
 

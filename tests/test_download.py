@@ -7,9 +7,10 @@ import re
 import pytest
 from conftest import ENGLISH
 
-from pipeline.asr.model import ModelCache
+from pipeline.asr.cache import ModelCache
 from pipeline.errors import SubtitleError
-from pipeline.jobs.run import JobSpec, Policy, run_job
+from pipeline.jobs.run import run_job
+from pipeline.jobs.spec import JobSpec, Policy
 from pipeline.media.audio import Limits, check_limits, hms, human_size
 from pipeline.media.download import check_url, download, explain, is_public_address
 
@@ -124,7 +125,7 @@ def test_inputs_over_the_limits_fail_before_any_work(videos, tmp_path):
     with its message, and the model is never loaded."""
     models = ModelCache()
     inputs = (videos[ENGLISH[0]], videos[ENGLISH[1]])
-    events = list(run_job(JobSpec(inputs), tmp_path / "out", models, Policy(Limits(max_duration=5))))
+    events = list(run_job(JobSpec(inputs=inputs), tmp_path / "out", models, Policy(Limits(max_duration=5))))
     failed, result = events[:-1], events[-1]
     assert [f.index for f in failed] == [0, 1] and result.files == () and result.failed == tuple(failed)
     for f, video in zip(failed, inputs, strict=True):

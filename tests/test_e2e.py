@@ -172,7 +172,7 @@ def test_ir_cache_is_reused_and_never_half_written(tmp_path, monkeypatch, ov_mod
         raise KeyboardInterrupt  # an export stopped part way, as by Ctrl-C
 
     with pytest.raises(KeyboardInterrupt):
-        ensure_ir(Checkpoint(real.identity, real.description, interrupted))
+        ensure_ir(Checkpoint(identity=real.identity, description=real.description, load=interrupted))
     assert [p.name for p in tmp_path.iterdir()] == [f".{real.identity}-v{EXPORT_VERSION}-f16.lock"]  # only the lock
 
     first = ensure_ir(real)
@@ -181,7 +181,7 @@ def test_ir_cache_is_reused_and_never_half_written(tmp_path, monkeypatch, ov_mod
     def must_not_load():
         raise AssertionError("the PyTorch model was loaded although the IR is cached")
 
-    second = ensure_ir(Checkpoint(real.identity, real.description, must_not_load))
+    second = ensure_ir(Checkpoint(identity=real.identity, description=real.description, load=must_not_load))
     assert second == first
     assert {p.name: p.stat().st_mtime_ns for p in second.iterdir()} == stamps
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".{first.name}.lock", first.name]
@@ -209,7 +209,7 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
     """Words come with the segments when asked for: in order, inside their segment, spelling out its text."""
     import json
 
-    from pipeline.subtitles.formats import render
+    from pipeline.subtitles.write import to_format
 
     segments, info = transcribe(audio(ENGLISH[0]), ov_model, TranscribeOptions(language="en", word_timestamps=True))
     segments = list(segments)
@@ -219,7 +219,7 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
         assert s.start - 0.01 <= s.words[0].start and s.words[-1].end <= s.end + 0.01
         assert all(a.end <= b.start + 1e-6 and w.start <= w.end for a, b, w in zip(s.words, s.words[1:], s.words))
         assert all(0.0 <= w.probability <= 1.0 for w in s.words)
-    data = json.loads(render("json", segments, info.language, info.duration))
+    data = json.loads(to_format("json", segments, language=info.language, duration=info.duration))
     words = [w for cue in data["segments"] for w in cue["words"]]
     assert [w["word"] for w in words] == [w.word for s in segments for w in s.words]
     assert set(words[0]) == {"start", "end", "word", "probability"}
@@ -228,7 +228,7 @@ def test_word_timestamps_in_json(ov_model, audio, manifest):
 def test_no_cues_in_long_silence_or_noise(ov_model, audio, manifest):
     """30 s of digital silence and 30 s of white noise between real utterances: every utterance is there and no
     cue reaches into either stretch by more than the 0.3 s onset tolerance."""
-    from pipeline.jobs.run import subtitle_audio
+    from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.media.audio import SAMPLE_RATE
 
     rng = np.random.default_rng(0)

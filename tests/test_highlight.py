@@ -16,15 +16,18 @@ import pysubs2
 import pytest
 from conftest import ENGLISH, clip_path, ffmpeg, free_port
 
-from pipeline.asr.model import ModelCache, ModelOptions
+from pipeline.asr.cache import ModelCache
+from pipeline.asr.model import ModelOptions
 from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
-from pipeline.jobs.run import JobResult, JobSpec, run_job
+from pipeline.jobs.run import run_job
+from pipeline.jobs.spec import JobResult, JobSpec
 from pipeline.media.audio import ffmpeg_exe, probe
 from pipeline.media.video import BurnOptions
 from pipeline.subtitles.ass import Style, ass_file, read_ass, style_of, to_ass
-from pipeline.subtitles.cues import Cue
-from pipeline.subtitles.formats import is_ass, parse, timed_words, to_vtt
+from pipeline.subtitles.cues import Cue, timed_words
+from pipeline.subtitles.formats import to_vtt
+from pipeline.subtitles.read import is_ass, parse
 
 TESSERACT = shutil.which("tesseract")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -96,7 +99,7 @@ HOSTILE = [
 def test_ass_file_reads_back_with_pysubs2_styles_karaoke_and_no_tags_from_text():
     style = Style(font_size=0.06, position="top", text_colour="#F0F0F0", outline_colour="#102030", margin=0.1,
                   highlight_words=True, highlight_colour="#00FF80")  # fmt: skip
-    subs = pysubs2.SSAFile.from_string(ass_file(HOSTILE, 1280, 720, style))
+    subs = pysubs2.SSAFile.from_string(ass_file(HOSTILE, 1280, 720, style=style))
     assert (subs.info["PlayResX"], subs.info["PlayResY"]) == ("1280", "720")
     default = subs.styles["Default"]
     assert (default.fontname, default.fontsize, default.alignment, default.marginv) == (
@@ -117,7 +120,7 @@ def test_ass_file_reads_back_with_pysubs2_styles_karaoke_and_no_tags_from_text()
         # the text as it was (a typed \\N stays text: no line break from it), braces shown as parentheses
         assert event.plaintext.replace("\u2060", "") == cue.text.replace("{", "(").replace("}", ")")
     assert "{" not in "".join(e.plaintext for e in subs.events)  # braces shown as parentheses: no tag in any reader
-    plain = pysubs2.SSAFile.from_string(ass_file(HOSTILE, 640, 360, Style()))
+    plain = pysubs2.SSAFile.from_string(ass_file(HOSTILE, 640, 360, style=Style()))
     assert not any("\\k" in e.text for e in plain.events)  # no highlighting asked: no karaoke
     assert plain.styles["Default"].primarycolor == plain.styles["Default"].secondarycolor
 
@@ -153,7 +156,7 @@ def test_an_ass_file_people_bring():
     for style in (Style(), Style(font_size=0.07, text_colour="#00FFFF", box=True, margin=0.1, position="top"),
                   Style(highlight_words=True, highlight_colour="#FF8000")):  # fmt: skip
         for width, height in ((1280, 720), (1080, 1920)):
-            back = style_of(ass_file(HOSTILE, width, height, style))
+            back = style_of(ass_file(HOSTILE, width, height, style=style))
             margin = style.margin if style.margin is not None else 0.15 if height > width else 0.06
             assert abs(back.font_size - style.font_size) < 1 / min(width, height)
             assert abs(back.margin - margin) < 1 / height
@@ -171,7 +174,7 @@ def spoken(ov_model, tmp_path_factory):
     ffmpeg("-i", str(clip_path(ENGLISH[0])), "-f", "lavfi", "-i", "color=c=navy:size=640x360:rate=25",
            "-map", "1:v", "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "veryfast", "-c:a", "aac",
            str(video))  # fmt: skip
-    spec = JobSpec((video,), formats=("vtt", "ass", "json"), style=Style(highlight_words=True),
+    spec = JobSpec(inputs=(video,), formats=("vtt", "ass", "json"), style=Style(highlight_words=True),
                    burn=BurnOptions())  # fmt: skip
     spec = replace(spec, model=ModelOptions(precision="f32"))
     models = ModelCache(loaded={("base", "f32"): ov_model})
@@ -280,7 +283,9 @@ def test_an_ass_file_brought_burns_with_its_own_style(spoken, tmp_path):
     folder, _ = spoken
     brought = tmp_path / "theirs.ass"
     brought.write_text(BROUGHT, encoding="utf-8")
-    spec = JobSpec((folder / "clip.mp4",), formats=("ass",), subtitles=brought, burn=BurnOptions(preview_seconds=5))
+    spec = JobSpec(
+        inputs=(folder / "clip.mp4",), formats=("ass",), subtitles=brought, burn=BurnOptions(preview_seconds=5)
+    )
     result = next(e for e in run_job(spec, tmp_path / "out", ModelCache()) if isinstance(e, JobResult))
     assert not result.failed, result.failed
     done = result.files[0]
@@ -301,7 +306,7 @@ def test_a_styled_soft_track_is_the_ass_script(spoken, tmp_path):
     stays mov_text."""
     folder, _ = spoken
     given = _vtt_of(folder, tmp_path)  # (the cues of the first job, word times and all: nothing transcribed)
-    spec = JobSpec((folder / "clip.mp4",), formats=("ass",), soft=True, subtitles=given,
+    spec = JobSpec(inputs=(folder / "clip.mp4",), formats=("ass",), soft=True, subtitles=given,
                    style=Style(highlight_words=True, box=True))  # fmt: skip
     result = next(e for e in run_job(spec, tmp_path / "out", ModelCache()) if isinstance(e, JobResult))
     assert not result.failed, result.failed
@@ -327,7 +332,7 @@ def _vtt_of(folder: Path, tmp_path: Path) -> Path:
     [
         (BROUGHT, {"font_size": 10.0, "position": "top", "text_colour": "#FFFFFF", "outline_colour": "#000000",
                    "box": True, "margin": 5, "highlight_words": True, "highlight_colour": "#FF0000"}),
-        (ass_file(HOSTILE, 1280, 720, Style(font_size=0.07, text_colour="#00FFFF")),
+        (ass_file(HOSTILE, 1280, 720, style=Style(font_size=0.07, text_colour="#00FFFF")),
          {"font_size": 7.0, "position": "bottom", "text_colour": "#00FFFF", "outline_colour": "#000000", "box": False,
           "margin": 6, "highlight_words": False, "highlight_colour": "#FFFF00"}),
         ("1\n00:00:01,000 --> 00:00:02,000\nan SRT file\n", {}),  # not ASS: the fields stay as they are
@@ -348,10 +353,10 @@ def test_speaker_colours_with_words_lit_up():
     the highlight colour; in the .ass, the speaker's colour before a word is lit (\\2c)."""
     cues = [Cue(0.0, 1.0, "Hi there", None, "Speaker 1"), Cue(2.0, 3.0, "Yes", None, "Speaker 2")]
     style = Style(speaker_colours=True, highlight_words=True, highlight_colour="#FF00FF")
-    burned = pysubs2.SSAFile.from_string(to_ass(cues, 640, 360, style, "en", "none"))
+    burned = pysubs2.SSAFile.from_string(to_ass(cues, 640, 360, style=style, language="en", labels="none"))
     second = [e.text for e in burned.events if e.start >= 2000]
     assert second and all(t.startswith("{\\c&H00FFFF&}") for t in second)  # yellow speaker, as \c
     assert "{\\c&HFF00FF&}Yes{\\c&H00FFFF&}" in second[0]  # lit in magenta, then back to the speaker's yellow
     assert "\\2c" not in "".join(e.text for e in burned.events)
-    karaoke = pysubs2.SSAFile.from_string(ass_file(cues, 640, 360, style, "en", "none"))
+    karaoke = pysubs2.SSAFile.from_string(ass_file(cues, 640, 360, style=style, language="en", labels="none"))
     assert karaoke.events[1].text.startswith("{\\2c&H00FFFF&}{\\k")

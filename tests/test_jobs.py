@@ -14,10 +14,11 @@ import pytest
 import srt
 from conftest import ENGLISH, clip_path, wer
 
-from pipeline.asr.model import ModelCache
+from pipeline.asr.cache import ModelCache
 from pipeline.asr.transcribe import TranscribeOptions
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.jobs.run import FileFailed, FileWritten, JobResult, JobSpec, Policy, run_job
+from pipeline.jobs.run import run_job
+from pipeline.jobs.spec import FileFailed, FileWritten, JobResult, JobSpec, Policy
 from pipeline.media.audio import Limits
 from pipeline.media.video import BurnOptions, Style
 
@@ -28,10 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(
     "build, option, message",
     [
-        (lambda: JobSpec(()), "inputs", "Upload a video or audio file, or paste a link, first"),
-        (lambda: JobSpec((CLIP,), formats=("srt", "docx")), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
-        (lambda: JobSpec((CLIP,), formats=()), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
-        (lambda: JobSpec((CLIP, CLIP), subtitles=Path("a.srt")), "subtitles", "Existing subtitles go with exactly one video"),
+        (lambda: JobSpec(inputs=()), "inputs", "Upload a video or audio file, or paste a link, first"),
+        (lambda: JobSpec(inputs=(CLIP,), formats=("srt", "docx")), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
+        (lambda: JobSpec(inputs=[CLIP]), "inputs", "Upload a video or audio file, or paste a link, first"),
+        (lambda: JobSpec(inputs=(CLIP,), formats=("srt", "srt")), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
+        (lambda: JobSpec(inputs=(CLIP,), formats=()), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
+        (lambda: JobSpec(inputs=(CLIP, CLIP), subtitles=Path("a.srt")), "subtitles", "Existing subtitles go with exactly one video"),
         (lambda: TranscribeOptions(language="klingon"), "language", "Unknown language 'klingon': use 'auto' or a code such as en, de, es, fr, zh"),
         (lambda: TranscribeOptions(task="summarize"), "task", "Unknown task 'summarize': use transcribe or translate"),
         (lambda: TranscribeOptions(beam_size=0), "beam_size", "The beam size is 1 (greedy) or more"),
@@ -57,17 +60,24 @@ def test_every_bad_option_fails_where_it_is_built_with_one_message(build, option
         (TranscribeOptions(language="English"), TranscribeOptions(language="en")),
         (TranscribeOptions(language="auto"), TranscribeOptions(language=None)),
         (TranscribeOptions(beam_size=1), TranscribeOptions(beam_size=None)),
-        (JobSpec((CLIP,), formats=(" SRT", "vtt", "srt")), JobSpec((CLIP,), formats=("srt", "vtt"))),
-        (JobSpec((CLIP,), formats=("json",)), JobSpec((CLIP,), transcribe=TranscribeOptions(word_timestamps=True), formats=("json",))),
-        # highlighted words need their times; the burn-in's style is the job's style, either way round
-        (JobSpec((CLIP,), style=Style(highlight_words=True)),
-         JobSpec((CLIP,), transcribe=TranscribeOptions(word_timestamps=True), style=Style(highlight_words=True))),
-        (JobSpec((CLIP,), burn=BurnOptions(Style(box=True))), JobSpec((CLIP,), burn=BurnOptions(Style(box=True)), style=Style(box=True))),
-        (JobSpec((CLIP,), burn=BurnOptions(), style=Style(box=True)), JobSpec((CLIP,), burn=BurnOptions(Style(box=True)), style=Style(box=True))),
     ],
 )  # fmt: skip
 def test_options_are_normalised_where_they_are_built(given, means):
     assert given == means
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        (JobSpec(inputs=(CLIP,)), False),
+        (JobSpec(inputs=(CLIP,), formats=("json",)), True),  # JSON carries every word's timing
+        (JobSpec(inputs=(CLIP,), style=Style(highlight_words=True)), True),  # lit-up words need their own times
+        (JobSpec(inputs=(CLIP,), transcribe=TranscribeOptions(word_timestamps=True)), True),
+    ],
+)
+def test_a_job_decodes_word_times_when_an_output_needs_them_without_rewriting_itself(spec, words):
+    assert spec.decoding.word_timestamps is words
+    assert spec.transcribe == TranscribeOptions(word_timestamps=spec.transcribe.word_timestamps)
 
 
 @pytest.mark.parametrize(
@@ -107,10 +117,10 @@ def test_the_page_and_the_cli_build_the_same_job(argv, form):
 def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
     models = ModelCache()
     with pytest.raises(SubtitleError, match=r"^3 files is too many for one job; this server takes up to 2$"):
-        next(run_job(JobSpec((CLIP,) * 3), tmp_path / "out", models, Policy(Limits(max_files=2))))
+        next(run_job(JobSpec(inputs=(CLIP,) * 3), tmp_path / "out", models, Policy(Limits(max_files=2))))
     with pytest.raises(OptionError, match=r"^Unknown model 'small': choose one of the list$"):
         next(
-            run_job(JobSpec((CLIP,), model=replace_model("small")), tmp_path / "out", models, Policy(models=("base",)))
+            run_job(JobSpec(inputs=(CLIP,), model=replace_model("small")), tmp_path / "out", models, Policy(models=("base",)))
         )
     assert not models.is_loaded("base") and not (tmp_path / "out").exists()
 
@@ -118,7 +128,7 @@ def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
 def replace_model(name: str):
     from pipeline.asr.model import ModelOptions
 
-    return ModelOptions(name)
+    return ModelOptions(model=name)
 
 
 def run(spec: JobSpec, out: Path, models: ModelCache, policy: Policy = Policy()) -> tuple[list, JobResult]:
@@ -138,7 +148,7 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
     (tmp_path / "notes.mp4").write_text("not a video")
     models = ModelCache(loaded={("base", "f32"): ov_model})
     spec = JobSpec(
-        (a / "talk.mp4", tmp_path / "notes.mp4", b / "talk.mp4"), replace_model_f32(), formats=("srt", "txt")
+        inputs=(a / "talk.mp4", tmp_path / "notes.mp4", b / "talk.mp4"), model=replace_model_f32(), formats=("srt", "txt")
     )
     out = tmp_path / "out"
     old = os.umask(0o022)
@@ -162,7 +172,7 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
 def replace_model_f32():
     from pipeline.asr.model import ModelOptions
 
-    return ModelOptions("base", "f32")
+    return ModelOptions(model="base", precision="f32")
 
 
 def cli(*args: str, cache: Path) -> subprocess.CompletedProcess:

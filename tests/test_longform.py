@@ -23,7 +23,7 @@ from benchmarks.composition import (
 from pipeline.asr.longform.windows import plan_window
 from pipeline.asr.transcribe import TranscribeOptions
 from pipeline.asr.vad import speech_map
-from pipeline.jobs.run import subtitle_audio
+from pipeline.jobs.subtitling import subtitle_audio
 from pipeline.media.audio import SAMPLE_RATE
 from pipeline.subtitles.check import check, parse_srt
 from pipeline.subtitles.formats import to_srt

@@ -13,7 +13,7 @@ import torch
 import whisper
 from conftest import ENGLISH, SPANISH
 
-from pipeline.asr.model import OVInference
+from pipeline.asr.inference import OVInference
 
 pytestmark = pytest.mark.slow  # real decodes on both models: PyTorch's take most of this module's minutes
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from conftest import ENGLISH, LONG, wer
 
-from pipeline.asr.model import ModelOptions, Precision, compiled_cache_dir, load_model, resolve_precision
+from pipeline.asr.cache import compiled_cache_dir, load_model
+from pipeline.asr.model import ModelOptions
+from pipeline.asr.precision import Precision, resolve_precision
 from pipeline.asr.transcribe import TranscribeOptions, transcribe
 from pipeline.cpu import CPU, cpu
 from pipeline.errors import SubtitleError
@@ -22,16 +24,16 @@ OLD = {"sse4_2"}
 @pytest.mark.parametrize(
     "flags, name, expected",
     [
-        (SAPPHIRE_RAPIDS, "auto", Precision("int8", "int8", "bf16", "f32", "f32")),
-        (ZEN5, "auto", Precision("int8", "int8", "f32", "f32", "f32")),  # bf16 without AMX: slower than int8
-        (ICELAKE, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
-        (ALDERLAKE, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
-        (HASWELL, "auto", Precision("int8", "int8", "f32", "f32", "f32")),
-        (OLD, "auto", Precision("f32", "f16", "f32", "f32", "f32")),
-        (SAPPHIRE_RAPIDS, "f32", Precision("f32", "f16", "f32", "f32", "f32")),
-        (SAPPHIRE_RAPIDS, "bf16", Precision("bf16", "f16", "bf16", "f32", "f32")),
-        (ZEN5, "bf16", Precision("bf16", "f16", "bf16", "f32", "f32")),
-        (HASWELL, "int8", Precision("int8", "int8", "f32", "f32", "f32")),
+        (SAPPHIRE_RAPIDS, "auto", Precision(name="int8", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32")),
+        (ZEN5, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),  # bf16 without AMX: slower than int8
+        (ICELAKE, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (ALDERLAKE, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (HASWELL, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (OLD, "auto", Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")),
+        (SAPPHIRE_RAPIDS, "f32", Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")),
+        (SAPPHIRE_RAPIDS, "bf16", Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")),
+        (ZEN5, "bf16", Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")),
+        (HASWELL, "int8", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
     ],
 )
 def test_precision_by_cpu(flags, name, expected):

@@ -45,7 +45,7 @@ def style_line(ass: str, name: str = "Default") -> list[str]:
 )  # fmt: skip
 def test_ass_style(width, height, style, expected):
     fields = "Name Fontname Fontsize PrimaryColour SecondaryColour OutlineColour BackColour Bold Italic Underline StrikeOut ScaleX ScaleY Spacing Angle BorderStyle Outline Shadow Alignment MarginL MarginR MarginV Encoding".split()  # noqa: E501
-    ass = to_ass(CUES, width, height, style)
+    ass = to_ass(CUES, width, height, style=style)
     assert f"PlayResX: {width}\nPlayResY: {height}" in ass
     values = dict(zip(fields, style_line(ass), strict=True))
     assert {k: values[k] for k in expected} == expected
@@ -144,7 +144,7 @@ def words(text: str) -> set[str]:
 
 @pytest.mark.skipif(TESSERACT is None, reason="no tesseract: apt-get install tesseract-ocr (.ci/run does)")
 def test_burned_cue_is_in_the_subtitle_region_and_reads_back(source, tmp_path):
-    out = burn(source, CUES, tmp_path / "burned.mp4", "en")
+    out = burn(source, CUES, tmp_path / "burned.mp4", language="en")
     info = probe(out)
     assert (info.video_codec, info.audio_codec, info.width, info.height) == ("h264", "aac", 640, 360)
     assert abs(info.duration - probe(source).duration) < 0.1
@@ -180,7 +180,7 @@ def test_every_script_renders_glyphs_not_boxes(source, tmp_path):
     for text in SCRIPTS.values():
         cues += [Cue(t, t + 0.9, text), Cue(t + 1.0, t + 1.9, "\ue000" * len(text))]
         t += 2.0
-    out = burn(source, cues, tmp_path / "scripts.mp4", "en", BurnOptions(preview_seconds=t))
+    out = burn(source, cues, tmp_path / "scripts.mp4", language="en", options=BurnOptions(preview_seconds=t))
     region = slice(int(0.7 * 360), 360)
     for i, name in enumerate(SCRIPTS):
         glyphs, boxes = frame(out, 2 * i + 0.45)[region], frame(out, 2 * i + 1.45)[region]
@@ -191,7 +191,7 @@ def test_every_script_renders_glyphs_not_boxes(source, tmp_path):
 
 
 def test_preview_is_the_first_seconds(source, tmp_path):
-    out = burn(source, CUES, tmp_path / "preview.mp4", "en", BurnOptions(preview_seconds=4.0))
+    out = burn(source, CUES, tmp_path / "preview.mp4", language="en", options=BurnOptions(preview_seconds=4.0))
     assert abs(probe(out).duration - 4.0) < 0.2
 
 
@@ -200,7 +200,7 @@ def test_ffmpeg_that_overruns_is_killed_and_leaves_nothing(tmp_path):
 
     endless = ["-re", "-f", "lavfi", "-i", "testsrc=size=64x64:rate=5", "-c:v", "libx264"]  # never ends by itself
     with pytest.raises(SubtitleError, match=r"^ffmpeg took longer than 2 s and was stopped$"):
-        _write(tmp_path / "out.mp4", endless, tmp_path, 0.0, 2.0, lambda f: None)
+        _write(tmp_path / "out.mp4", endless, tmp_path, duration=0.0, timeout=2.0)
     assert list(tmp_path.iterdir()) == []
     alive = subprocess.run(["pgrep", "-f", "testsrc=size=64x64:rate=5"], capture_output=True, text=True).stdout
     assert alive.strip() == ""
@@ -208,7 +208,7 @@ def test_ffmpeg_that_overruns_is_killed_and_leaves_nothing(tmp_path):
 
 @pytest.mark.parametrize("suffix, codec", [(".mp4", "mov_text"), (".mkv", "subrip")])
 def test_soft_subtitles_copy_the_video_and_carry_the_cues(source, tmp_path, suffix, codec):
-    out = mux_soft(source, CUES, tmp_path / f"soft{suffix}", "de")
+    out = mux_soft(source, CUES, tmp_path / f"soft{suffix}", language="de")
     listing = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(out)], capture_output=True, text=True).stderr
     tag = "deu" if suffix == ".mp4" else "ger"  # ISO 639-2/T in MP4, /B in Matroska
     assert re.search(rf"Stream #0:2(\[0x3\])?\({tag}\): Subtitle: {codec}", listing), listing
@@ -238,7 +238,7 @@ def test_hostile_file_name_burns_correctly(source, tmp_path):
     """Quotes, colons, brackets, commas, semicolons and non-ASCII letters in the name never reach the filter graph."""
     hostile = tmp_path / 'it\'s "a" [test]: {b}, x;y=z ünïcødé 字幕 $(echo).mp4'
     shutil.copy(source, hostile)
-    out = burn(hostile, CUES, tmp_path / "out dir: [1]" / f"{hostile.stem}.subtitled.mp4", "en")
+    out = burn(hostile, CUES, tmp_path / "out dir: [1]" / f"{hostile.stem}.subtitled.mp4", language="en")
     assert out.name == f"{hostile.stem}.subtitled.mp4" and out.is_file()
     read = words(ocr(frame(out, 2.0)[int(0.7 * 360) :], tmp_path))
     assert len(read & words(CUES[0].text)) >= 0.7 * len(words(CUES[0].text))

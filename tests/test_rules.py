@@ -111,7 +111,7 @@ def test_a_real_decode_as_whisper(ov_model, audio, beam_size):
     """A real window of speech decoded with whisper's own rule classes and with ours: the same tokens and scores."""
     from whisper.audio import log_mel_spectrogram, pad_or_trim
 
-    from pipeline.asr.model import OVDecodingTask
+    from pipeline.asr.inference import OVDecodingTask
 
     mel = log_mel_spectrogram(torch.from_numpy(pad_or_trim(audio("en_ljs_LJ001-0001"))))[None]
     mel = torch.cat([mel, log_mel_spectrogram(torch.from_numpy(pad_or_trim(audio("en_ls_61-70968-0000"))))[None]])

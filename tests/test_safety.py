@@ -20,9 +20,10 @@ import pytest
 from conftest import ENGLISH, clip_path, ffmpeg
 from test_checkpoints import tiny_en_dir
 
-from pipeline.asr.model import ModelCache
+from pipeline.asr.cache import ModelCache
 from pipeline.errors import Cancelled, SubtitleError
-from pipeline.jobs.run import JobResult, JobSpec, Policy, run_job
+from pipeline.jobs.run import run_job
+from pipeline.jobs.spec import JobResult, JobSpec, Policy
 from pipeline.media.audio import Limits, ffmpeg_exe, load_audio, probe, run_ffmpeg
 
 
@@ -70,7 +71,7 @@ def test_a_file_that_does_not_say_its_length_is_refused_by_a_server_and_decoded_
     mkv = no_duration_mkv(tmp_path / "endless.mkv", 40)
     assert probe(mkv).duration is None
     limits = Limits(max_duration=20)
-    events = run_job(JobSpec((mkv,), subtitles=None), tmp_path / "out", ModelCache(), Policy(limits))
+    events = run_job(JobSpec(inputs=(mkv,), subtitles=None), tmp_path / "out", ModelCache(), Policy(limits))
     result = [e for e in events if isinstance(e, JobResult)][0]
     assert [f.message for f in result.failed] == [
         "endless.mkv does not say how long it is, so this server does not take it: remux it (ffmpeg -i IN -c copy "
@@ -334,7 +335,7 @@ def test_a_burned_in_video_is_at_most_full_hd(tmp_path):
 def test_a_job_that_would_write_too_much_video_is_refused(videos, tmp_path):
     from pipeline.media.video import BurnOptions
 
-    spec = JobSpec((videos[ENGLISH[0]],) * 3, burn=BurnOptions(), soft=True)
+    spec = JobSpec(inputs=(videos[ENGLISH[0]],) * 3, burn=BurnOptions(), soft=True)
     size = videos[ENGLISH[0]].stat().st_size
     with pytest.raises(SubtitleError, match=r"^This job would write up to .* of video; this server allows .* per job"):
         list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits(max_job_bytes=8 * size))))
@@ -355,7 +356,7 @@ def test_a_link_counts_in_the_disk_budget(media_server, videos, tmp_path):
 
     budget = Policy(Limits(max_job_bytes=100_000), allow_private_urls=True)
     for k, given in enumerate((f"{media_server}/{ENGLISH[0]}.mp4", videos[ENGLISH[0]])):
-        spec = JobSpec((given,), burn=BurnOptions(), soft=True, subtitles=_given(tmp_path))
+        spec = JobSpec(inputs=(given,), burn=BurnOptions(), soft=True, subtitles=_given(tmp_path))
         out = tmp_path / f"out{k}"
         try:
             events = list(run_job(spec, out, ModelCache(), budget))
@@ -384,7 +385,7 @@ def test_what_a_job_may_write_is_bounded_by_its_duration(burn, soft, preview, se
     from pipeline.media.video import BurnOptions
 
     burn = None if burn is None else BurnOptions(preview_seconds=60 if burn == "preview" else None)
-    spec = JobSpec((Path("x.mp4"),), burn=burn, soft=soft, preview=preview)
+    spec = JobSpec(inputs=(Path("x.mp4"),), burn=burn, soft=soft, preview=preview)
     media = MediaInfo(seconds, True, True, codec, "aac", 1920, 1080)
     assert video_bytes(spec, size, media) == expected
 
@@ -395,7 +396,7 @@ def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
     from pipeline.media.audio import MediaInfo
     from pipeline.media.video import BurnOptions
 
-    spec, media = JobSpec((Path("x.mp4"),), burn=BurnOptions()), MediaInfo(10, True, True, "h264", "aac", 640, 360)
+    spec, media = JobSpec(inputs=(Path("x.mp4"),), burn=BurnOptions()), MediaInfo(10, True, True, "h264", "aac", 640, 360)
     need = video_bytes(spec, 10**6, media)
     policy = Policy(Limits(max_job_bytes=int(1.5 * need)), kept_copies=kept)
     if kept:
@@ -431,7 +432,7 @@ import sys
 from pathlib import Path
 import app
 from pipeline.jobs.executors import InProcess
-from pipeline.asr.model import ModelCache
+from pipeline.asr.cache import ModelCache
 a = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=Path({str(jobs)!r})))
 table = {{"data": [["00:00:00.500", "00:00:02.000", "Our own words"]]}}
 for _ in a.apply_edits(table, files=[{str(videos[ENGLISH[0]])!r}], burn_in="full"):
@@ -480,7 +481,7 @@ def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_pat
     hostile = tmp_path / "hostile.srt"
     hostile.write_text("1\n00:00:01,000 --> 00:00:02,000\n" + "<a" * 90_000 + "\n", encoding="utf-8")
     started = time.monotonic()
-    spec = JobSpec((videos[ENGLISH[0]],), subtitles=hostile)
+    spec = JobSpec(inputs=(videos[ENGLISH[0]],), subtitles=hostile)
     with pytest.raises(SubtitleError, match=r"^Cue 1 has more than 1000 characters of text: shorten it$"):
         list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits())))
     assert time.monotonic() - started < 5.0
@@ -584,12 +585,12 @@ def test_cancel_while_the_model_loads_returns_at_once(tmp_path, monkeypatch):
     """Closing a job while its model is exported and compiled (tiny.en, into an empty cache: seconds of work) returns
     at once, so the job's slot is free; the load goes on, once, and the next job finds the model ready."""
     from pipeline.asr.model import ModelOptions
-    from pipeline.jobs.run import Progress
+    from pipeline.jobs.spec import Progress
 
     tiny = str(tiny_en_dir())
     monkeypatch.setenv("SUBTITLE_CACHE_DIR", str(tmp_path / "cache"))
     models = ModelCache()
-    events = run_job(JobSpec((clip_path(ENGLISH[0]),), model=ModelOptions(tiny)), tmp_path / "out", models)
+    events = run_job(JobSpec(inputs=(clip_path(ENGLISH[0]),), model=ModelOptions(model=tiny)), tmp_path / "out", models)
     for event in events:
         if isinstance(event, Progress) and event.message == "Preparing the model (first time only)":
             break

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.asr.results import Word
 from pipeline.subtitles.check import check
-from pipeline.subtitles.cues import LATE, Cue, CueRules, _retime, in_time_order, segment
+from pipeline.subtitles.cues import LATE, Cue, CueRules, _retime, cues_from_words, in_time_order
 
 
 def words(text: str, start: float = 0.0, per_word: float = 0.3, gap: float = 0.05, pauses: dict | None = None,
@@ -60,7 +60,7 @@ def rule_breaks(cues):
     ],
 )  # fmt: skip
 def test_segmentation(timed, expected):
-    assert texts(segment(timed)) == expected
+    assert texts(cues_from_words(timed)) == expected
 
 
 def spoken(*pieces: str):
@@ -83,7 +83,7 @@ def spoken(*pieces: str):
     ],
 )  # fmt: skip
 def test_words_keep_whispers_spacing(timed, expected):
-    assert texts(segment(timed)) == [expected]
+    assert texts(cues_from_words(timed)) == [expected]
 
 
 def test_long_speech_is_split_into_readable_cues_at_clauses():
@@ -91,7 +91,7 @@ def test_long_speech_is_split_into_readable_cues_at_clauses():
             "the arts and crafts represented in the Exhibition in being comparatively modern, for although the "
             "Chinese took impressions from wood blocks engraved in relief for centuries before the woodcutters of "
             "the Netherlands, by a similar process, produced the block books.")  # fmt: skip
-    cues = segment(words(text, cps=16, gap=0.05))  # about 15 characters per second, like real speech
+    cues = cues_from_words(words(text, cps=16, gap=0.05))  # about 15 characters per second, like real speech
     assert " ".join(c.text.replace("\n", " ") for c in cues) == text  # nothing lost, nothing added
     assert rule_breaks(cues) == []
     assert all(len(c.text.split("\n")) <= 2 for c in cues)
@@ -100,7 +100,9 @@ def test_long_speech_is_split_into_readable_cues_at_clauses():
 
 
 def test_cjk_counts_characters_and_adds_no_spaces():
-    cues = segment(cjk_words("我们今天讨论字幕的生成。这是一个很长的句子，需要分成两行才能显示完整，否则观众读不完。"))
+    cues = cues_from_words(
+        cjk_words("我们今天讨论字幕的生成。这是一个很长的句子，需要分成两行才能显示完整，否则观众读不完。")
+    )
     assert all(" " not in c.text for c in cues)
     assert all(len(line) <= 16 for c in cues for line in c.text.split("\n"))
     assert "".join(c.text.replace("\n", "") for c in cues) == (
@@ -112,15 +114,15 @@ def test_cjk_counts_characters_and_adds_no_spaces():
 
 def test_cues_end_when_speech_ends_and_keep_their_gap():
     timed = words("A sentence that is spoken here.") + words("Another one after a long silence.", start=10.0)
-    first, second = segment(timed)
+    first, second = cues_from_words(timed)
     assert first.end == pytest.approx(timed[5].end)  # long enough already: not stretched into the silence
     assert second.start == 10.0
     # too short to read: lengthened to 5/6 s, into the silence after it
-    hi = segment(words("Hi.") + words("Next words after a pause.", start=1.5))
+    hi = cues_from_words(words("Hi.") + words("Next words after a pause.", start=1.5))
     assert texts(hi) == ["Hi.", "Next words after a pause."] and hi[0].end == pytest.approx(5 / 6 + 0.001)
     # speech that ends right before the next sentence: trimmed to leave 2 frames
     close = words("This first sentence is long enough.") + words("Then the next.", start=2.1)
-    a, b = segment(close)
+    a, b = cues_from_words(close)
     assert close[5].end > b.start - 2 / 24 and a.end == pytest.approx(b.start - 2 / 24 - 0.001)
     assert rule_breaks([a, b]) == []
 
@@ -205,7 +207,7 @@ def test_in_time_order(segments, expected):
     ],
 )  # fmt: skip
 def test_repeats_said_once(given, expected):
-    assert texts(segment(given)) == expected
+    assert texts(cues_from_words(given)) == expected
 
 
 COMPLAINT = "He began a confused complaint against the wizard who had vanished behind the curtain on the left."
@@ -228,6 +230,6 @@ COMPLAINT = "He began a confused complaint against the wizard who had vanished b
     ],
 )  # fmt: skip
 def test_the_cut_moves_so_that_both_cues_can_be_read(per_word, expected, breaks):
-    cues = segment(words(COMPLAINT, per_word=per_word, gap=0.03))
+    cues = cues_from_words(words(COMPLAINT, per_word=per_word, gap=0.03))
     assert texts(cues) == expected
     assert rule_breaks(cues) == breaks

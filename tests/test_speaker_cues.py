@@ -10,8 +10,9 @@ import pytest
 from pipeline.asr.results import Word
 from pipeline.media.video import Style, to_ass
 from pipeline.speakers.turns import Turn, speakers_of, turn_options
-from pipeline.subtitles.cues import Cue, CueRules, segment
-from pipeline.subtitles.formats import parse, shown, to_json, to_srt, to_txt, to_vtt
+from pipeline.subtitles.cues import Cue, CueRules, cues_from_words
+from pipeline.subtitles.formats import shown, to_json, to_srt, to_txt, to_vtt
+from pipeline.subtitles.read import parse
 from pipeline.subtitles.table import rename_speaker, table_cells, table_to_subtitles
 
 A, B, C = "Speaker 1", "Speaker 2", "Speaker 3"
@@ -47,7 +48,7 @@ def said(*words: tuple[str, float, float, str | None]) -> list[Word]:
     ],
 )
 def test_a_cue_never_spans_a_change_of_speaker(words, cues):
-    got = segment(words, CueRules())
+    got = cues_from_words(words, CueRules())
     assert [(c.text, c.speaker) for c in got] == cues
     assert all({w.speaker for w in c.words} == {c.speaker} for c in got)
 
@@ -56,7 +57,7 @@ def test_rebalancing_never_moves_words_across_a_change_of_speaker():
     """A fast first cue would take words from the second to be readable: not from another speaker."""
     fast = [(f" w{i}", i * 0.1, i * 0.1 + 0.1, A) for i in range(12)]
     words = said(*fast, (" and", 1.2, 1.4, B), (" then", 1.4, 1.6, B), (" more.", 1.6, 2.5, B))
-    got = segment(words, CueRules())
+    got = cues_from_words(words, CueRules())
     assert [c.speaker for c in got] == [A, B] and got[1].text == "and then more."
 
 
@@ -131,14 +132,14 @@ def test_each_speaker_burns_in_a_colour_of_their_own():
     """The first speaker keeps the text colour; the next take yellow, cyan, green; a dialogue cue's lines each
     their own speaker's colour."""
     cues = [cue(0, 1, "Hi.", A), cue(1.2, 2, "Yes?", B), cue(5, 6, "Go on.", A), cue(8, 9, "Wait.", C)]
-    ass = to_ass(cues, 1280, 720, Style(speaker_colours=True), "en", "dashes")
+    ass = to_ass(cues, 1280, 720, style=Style(speaker_colours=True), language="en", labels="dashes")
     events = [line.split(",,", 1)[1] for line in ass.splitlines() if line.startswith("Dialogue:")]
     assert events == [
         "0,0,0,,{\\c&HFFFFFF&}- Hi.\\N{\\c&H00FFFF&}- Yes?",
         "0,0,0,,{\\c&HFFFFFF&}Go on.",
         "0,0,0,,{\\c&HFFFF00&}Wait.",
     ]
-    assert "\\c&H" not in to_ass(cues, 1280, 720, Style(), "en", "dashes")
+    assert "\\c&H" not in to_ass(cues, 1280, 720, style=Style(), language="en", labels="dashes")
 
 
 @pytest.mark.parametrize(
@@ -246,7 +247,7 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
     import numpy as np
 
     from pipeline.asr.transcribe import TranscribeOptions
-    from pipeline.jobs.run import subtitle_audio
+    from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.speakers.turns import TurnOptions
 
     order = [("en_ljs_LJ001-0001", "lj"), ("en_jfk", "jfk"), ("en_librivox_sas01_0880", "sas"),
@@ -299,7 +300,7 @@ def test_speaker_turns_stop_with_a_failed_transcription(ov_model, audio):
     import numpy as np
 
     from pipeline.asr.transcribe import TranscribeOptions
-    from pipeline.jobs.run import subtitle_audio
+    from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.speakers.turns import TurnOptions
 
     speech = np.concatenate([audio("en_ljs_LJ001-0001"), audio("en_jfk")] * 6)  # 2 min

@@ -145,4 +145,4 @@ def test_embedding_stops_when_told(encoder):
     stop = threading.Event()
     stop.set()
     with pytest.raises(Stopped):
-        encoder.embed_windows(load_audio(clip_path("en_jfk")), [(0.0, 1.6), (1.0, 2.6)], 0.4, 0.2, stop)
+        encoder.embed_windows(load_audio(clip_path("en_jfk")), [(0.0, 1.6), (1.0, 2.6)], part=0.4, hop=0.2, stop=stop)

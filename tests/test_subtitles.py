@@ -10,19 +10,8 @@ import srt
 from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
 from pipeline.subtitles.cues import Cue
-from pipeline.subtitles.formats import (
-    MAX_CUE_CHARS,
-    MAX_CUES,
-    MAX_SUBTITLE_CHARS,
-    clean_cues,
-    decode_subtitles,
-    format_timestamp,
-    parse,
-    to_json,
-    to_srt,
-    to_txt,
-    to_vtt,
-)
+from pipeline.subtitles.formats import clean_cues, format_timestamp, to_json, to_srt, to_txt, to_vtt
+from pipeline.subtitles.read import MAX_CUE_CHARS, MAX_CUES, MAX_SUBTITLE_CHARS, decode_subtitles, parse
 
 
 @pytest.mark.parametrize(
@@ -115,7 +104,7 @@ def test_json_schema(with_words):
 def test_cue_text_is_only_text(text, in_srt, in_vtt):
     """What a cue says (a person's edit, a hostile SRT) cannot become a tag, a timing line or a new cue; WebVTT
     escapes it and reads it back as it was."""
-    from pipeline.subtitles.formats import parse
+    from pipeline.subtitles.read import parse
 
     srt_file, vtt_file = to_srt([Cue(1, 2, text)]), to_vtt([Cue(1, 2, text)])
     assert srt_file == f"1\n00:00:01,000 --> 00:00:02,000\n{in_srt}\n"
@@ -142,11 +131,11 @@ def test_no_cue_text_makes_the_parser_go_back_over_it(text):
     pattern itself is timed on the whole text."""
     import time
 
-    from pipeline.subtitles import formats as subtitles
+    from pipeline.subtitles import read
 
     started = time.monotonic()
-    subtitles._TAG.sub("", text)
-    subtitles._VTT_TAG.sub("", text)
+    read._TAG.sub("", text)
+    read._VTT_TAG.sub("", text)
     with pytest.raises(SubtitleError, match=rf"^Cue 1 has more than {MAX_CUE_CHARS} characters of text"):
         parse(text)
     assert time.monotonic() - started < 1.0

@@ -12,12 +12,12 @@ from pipeline.speakers.embeddings import Embedded, part_offsets
 from pipeline.speakers.turns import (
     Turn,
     TurnOptions,
-    cluster,
+    cluster_voices,
+    embedding_windows,
     merge_short_runs,
     speaker_turns,
     stepped,
     turns_of,
-    windows,
 )
 
 
@@ -35,7 +35,7 @@ from pipeline.speakers.turns import (
     ],
 )
 def test_windows(regions, spans):
-    got = windows(regions)
+    got = embedding_windows(regions)
     assert len(got) == len(spans) and all(g == pytest.approx(s) for g, s in zip(got, spans))
 
 
@@ -74,7 +74,7 @@ def test_merge_short_runs(votes, min_steps, labels):
     ],
 )
 def test_stepped(a, b, times, votes, reach, expected):
-    got = stepped(a, b, np.array(times), np.array(votes, float), reach, resolution=0.1)
+    got = stepped(a, b, np.array(times), np.array(votes, float), reach=reach, resolution=0.1)
     np.testing.assert_allclose(got, np.array(expected, float))
 
 
@@ -103,7 +103,12 @@ def embedded(spans, voice_of_part, dims=4):
         parts += [eye[v] for v in voices]
         times += list(middles)
         of += [i] * len(middles)
-    return Embedded(np.reshape(whole, (-1, dims)), np.reshape(parts, (-1, dims)), np.array(times), np.array(of, int))
+    return Embedded(
+        whole=np.reshape(whole, (-1, dims)),
+        parts=np.reshape(parts, (-1, dims)),
+        part_times=np.array(times),
+        part_of=np.array(of, int),
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,7 +126,7 @@ def embedded(spans, voice_of_part, dims=4):
     ],
 )
 def test_turns_of(regions, voice_at, turns):
-    spans = windows(regions)
+    spans = embedding_windows(regions)
     found = embedded(spans, voice_at)
     labels = found.whole.argmax(axis=1)
     assert turns_of(regions, spans, found, labels) == turns
@@ -171,7 +176,7 @@ def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
 )
 def test_cluster(make, speakers, expected):
     embeddings = make(np.random.default_rng(0))
-    labels = cluster(embeddings, speakers).tolist()
+    labels = cluster_voices(embeddings, speakers).tolist()
     if expected is None:  # (the stray windows' nearest voice is a tie: either)
         assert labels[:77] == [0] * 50 + [1] * 27 and set(labels[77:]) <= {0, 1}
     else:
@@ -204,7 +209,7 @@ def test_four_voices_found(speakers):
         t += len(samples) / 16000 + 0.5
     audio = np.concatenate(pieces)
     regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), TurnOptions(speakers=speakers))
+    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), options=TurnOptions(speakers=speakers))
 
     def said(a: float, b: float) -> dict[int, float]:
         time: dict[int, float] = {}
@@ -235,6 +240,6 @@ def test_cluster_of_a_long_recording_is_bounded():
     truth = rng.permutation(np.repeat([0, 1, 2], [n // 2, n // 2 - n // 10, n // 10]))
     centres = np.linalg.qr(rng.standard_normal((256, 3)))[0].T
     windows = centres[truth] + rng.standard_normal((n, 256)) * 0.04  # each about 0.8 alike to its voice's centre
-    labels = cluster(windows / np.linalg.norm(windows, axis=1, keepdims=True))
+    labels = cluster_voices(windows / np.linalg.norm(windows, axis=1, keepdims=True))
     assert len(set(labels.tolist())) == 3
     assert all(len(set(labels[truth == k].tolist())) == 1 for k in range(3))

@@ -96,7 +96,7 @@ def test_batched_decoding_costs_at_most_half_a_point_of_wer(seed_4):
 @pytest.mark.slow
 def test_windows_in_one_batch_decode_as_they_do_alone(ov_model, audio):
     """Two windows with their own prompts, decoded as one batch with 5 beams, give what each gives alone (whisper's
-    DecodingTask takes one prompt and, with beams, one window: pipeline.asr.model makes it take rows)."""
+    DecodingTask takes one prompt and, with beams, one window: pipeline.asr.inference makes it take rows)."""
     from whisper.audio import log_mel_spectrogram, pad_or_trim
 
     mels = [log_mel_spectrogram(torch.from_numpy(pad_or_trim(audio(c))), 80) for c in ("en_jfk", "en_ljs_LJ001-0008")]

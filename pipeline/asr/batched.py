@@ -1,12 +1,8 @@
-"""whisper's per-step decoding rules, done for all rows of a batch at once: the same results, fewer small torch calls.
+"""whisper's per-step decoding rules for all rows of a batch at once: the same results, fewer small torch calls.
 
-whisper's BeamSearchDecoder.update and ApplyTimestampRules.apply loop over the rows (the windows' beams) in Python
-and run a torch call or two per row and candidate: a topk, a logsumexp and a max per row, an `.item()` per candidate,
-and a tuple of the whole token sequence (prompt included: up to 450 tokens) per candidate, hashed as a dict key. On
-2 cores that was 3 ms a step with 5 beams, a third of the decoder's own step (a 384-s recording: 4.6 of 26.9 s).
-The classes here subclass whisper's and compute the same values with one call per step for the whole batch, in the
-same float32 arithmetic and the same candidate order, so every decode gives the same tokens
-(tests/test_rules.py compares them with whisper's, step by step on random logits and in a real decode).
+whisper's BeamSearchDecoder.update and ApplyTimestampRules.apply loop over rows in Python (docs/engine.md gives the
+cost). These subclasses compute the same values in the same float32 order, so every decode gives the same tokens
+(tests/test_rules.py compares them with whisper's).
 """
 
 from __future__ import annotations
@@ -56,9 +52,8 @@ class BatchedTimestampRules(ApplyTimestampRules):
 
 
 class BatchedBeamSearch(BeamSearchDecoder):
-    """BeamSearchDecoder.update with one topk for all rows, and candidates keyed by (the row's prefix, the token)
-    instead of by the whole sequence: rows whose sequences are equal (every beam at the first step) share a prefix,
-    so the candidates, their scores, their order and the finished sequences are whisper's."""
+    """BeamSearchDecoder.update with one topk for all rows, and candidates keyed by (row's prefix, token)
+    rather than the whole sequence: candidates, scores, order and finished sequences are whisper's."""
 
     def update(self, tokens: torch.Tensor, logits: torch.Tensor, sum_logprobs: torch.Tensor):
         beams = self.beam_size

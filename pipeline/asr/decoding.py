@@ -1,11 +1,8 @@
 """The decode rules: how a window is decoded, and which of whisper's text is believed.
 
-whisper.transcribe's rules, kept: temperature fallback when a decode is too repetitive (gzip compression ratio) or
-too unlikely (mean log-probability), and a window skipped as silence when whisper deems it silent and is not sure of
-its text. Ours, around them: windows decoded in batches with a prompt per row (decode_batch); near-digital silence
-never decoded (is_quiet); a decode that only repeats its prompt's last words decoded again without it (echoes);
-runaway repetition cut at its first occurrence (cut_loop); and the Guard, which drops text where nobody speaks
-unless whisper is sure of it, whisper's filler lines, and repeats.
+whisper.transcribe's rules (temperature fallback, silence skipping) and ours around them: batches with a prompt per
+row (decode_batch), no decode of near-digital silence (is_quiet), prompt echoes decoded again without the prompt
+(echoes), loops cut (cut_loop), and the Guard against text where nobody speaks.
 """
 
 from __future__ import annotations
@@ -57,13 +54,9 @@ class Answer:
 def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -> list[Answer]:
     """whisper's answer for each window (options: the TranscribeOptions).
 
-    Windows the detector heard nothing in are asked about cheaply first (no_speech_prob). The rest are decoded at
-    temperature 0 as batches of up to options.batch_size, each row with its own prompt: whisper's DecodingTask
-    takes one prompt length for a batch, so only windows whose prompts are equally long (at most whisper's 223
-    tokens: soon every part's) go in one batch. (Cutting every prompt to the shortest one's costs accuracy, and
-    words that the longer prompt keeps: docs/longform.md, MIN_PART.) A row that fails whisper's thresholds is decoded
-    again alone at the next temperatures (decode_with_fallback), as whisper.transcribe would, and a row that only
-    says its prompt's last words again (echoes) is decoded again without the prompt."""
+    Windows without detected speech are asked about cheaply first (no_speech_prob). The rest are decoded at temperature
+    0 in batches of windows whose prompts are equally long (whisper's DecodingTask takes one prompt length), each row
+    with its own prompt; a row that fails whisper's thresholds falls back alone, and an echo is decoded without prompt."""
     results: list[DecodingResult | None] = [None] * len(requests)
     mels = [r.mel for r in requests]
     asked = [i for i, r in enumerate(requests) if r.heard or no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
@@ -82,9 +75,9 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
         request, result, base = requests[i], results[i], requests[i].options
         if echoes(result.tokens, base.prompt, eot):
             base = replace(base, prompt=None)  # (and for the fallback below)
-            result = decode_with_fallback(model, mels[i], base, options, options.temperatures[:1])
+            result = decode_with_fallback(model, mels[i], base=base, options=options, temperatures=options.temperatures[:1])
         if needs_fallback(result, options):
-            result = decode_with_fallback(model, mels[i], base, options, options.temperatures[1:])
+            result = decode_with_fallback(model, mels[i], base=base, options=options, temperatures=options.temperatures[1:])
         if is_silence(result, options) or (not request.heard and not sure(result)):
             result = None
         results[i] = result
@@ -103,16 +96,15 @@ def sure(result: DecodingResult) -> bool:
 
 
 def echoes(tokens: list[int], prompt, eot: int) -> bool:
-    """Whether a decode's text (tokens below `eot`: no timestamps) is only the last words of its prompt again:
-    whisper, prompted with a heading, can write that heading again over the next, different sentence and lose the
-    sentence, which it writes without the prompt (docs/longform.md, The prompt)."""
+    """Whether a decode's text is only the last words of its prompt again: prompted with a heading, whisper can
+    write it again over the next sentence (docs/longform.md, The prompt)."""
     said = [t for t in tokens if t < eot]
     before = [t for t in prompt or () if t < eot]
     return bool(said) and len(said) <= len(before) and before[-len(said) :] == said
 
 
 def decode_with_fallback(
-    model: OVWhisper, mel: torch.Tensor, base: DecodingOptions, options, temperatures: tuple[float, ...] | None = None
+    model: OVWhisper, mel: torch.Tensor, *, base: DecodingOptions, options, temperatures: tuple[float, ...] | None = None
 ) -> DecodingResult:
     """Decode at the lowest temperature whose result passes the quality thresholds (as whisper.transcribe does)."""
     result = None
@@ -175,12 +167,8 @@ def cut_loop(piece: list[int], timestamp_begin: int) -> list[int]:
 def split_at_timestamps(
     tokens: list[int], timestamp_begin: int, segment_size: int
 ) -> tuple[list[tuple[int, int, list[int]]], int]:
-    """Split a window's tokens into (start_pos, end_pos, tokens) pieces at consecutive timestamp tokens.
-
-    Returns the pieces and how many mel frames to advance: to the end of the window when the text ends with a
-    single timestamp (no speech after it), else to the last complete timestamp pair so an unfinished sentence is
-    decoded again in the next window.
-    """
+    """(start_pos, end_pos, tokens) pieces of a window's tokens at consecutive timestamps, and the mel
+    frames to advance: the whole window after a lone final timestamp, else to the last complete pair."""
     is_ts = [t >= timestamp_begin for t in tokens]
     single_timestamp_ending = is_ts[-2:] == [False, True]
     boundaries = [i + 1 for i in range(len(tokens) - 1) if is_ts[i] and is_ts[i + 1]]
@@ -204,9 +192,8 @@ def split_at_timestamps(
 
 
 class Guard:
-    """Hallucination guards, given where the speech is: no text where no speech was detected unless whisper is sure
-    of it; no known filler line, nor a segment repeating the one before it, where the audio is mostly not speech
-    (a repeat is also dropped when the decode was repetitive)."""
+    """Hallucination guards, given where the speech is: no text without detected speech unless whisper is sure of
+    it; no filler line or repeat of the segment before where the audio is mostly not speech."""
 
     def __init__(self, speech: SpeechMap | None, compression_ratio_threshold: float | None):
         self.speech = speech

@@ -32,7 +32,7 @@ class Segment:
     speaker: str | None = None  # who speaks most of it (pipeline/speakers/turns.py: when speaker turns are asked for)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TranscriptionInfo:
     language: str
     language_probability: float

@@ -1,16 +1,8 @@
-"""Long-form transcription: 30-second windows over the whole audio, segments yielded as soon as they exist.
+"""Long-form transcription: windows over the whole audio, segments yielded as soon as they exist.
 
-The window loop follows openai-whisper's `transcribe()` (seek to the last complete timestamp pair, temperature
-fallback on compression-ratio / log-prob thresholds, no-speech skipping, conditioning on previous text); each window
-is decoded by whisper's own DecodingTask on the OpenVINO model (pipeline/asr/model.py), under the rules of
-pipeline/asr/decoding.py. Unlike whisper's function this is a generator, so a progress bar or a web page can show each
-segment as soon as it is decoded.
-
-With voice activity detection (pipeline/asr/vad.py, on by default) the windows follow the speech instead of the clock,
-through the stages of pipeline/asr/longform/ (its docstring gives their order): each window is planned around the
-speech (windows.py), speech whisper skipped is decoded again (redecode.py), word times snap to the detected speech
-(snap.py), and text decoded where nobody speaks is dropped unless whisper is sure of it (decoding.Guard). Each
-window's log-mel spectrogram is computed from its own audio (window_mel).
+The window loop follows openai-whisper's `transcribe()` (seek, temperature fallback, no-speech skipping, the previous
+text as prompt), decoding with whisper's own DecodingTask on OpenVINO (model.py) under the rules of decoding.py; it
+is a generator. With the detector (vad.py) the windows follow the speech through the stages of longform/.
 """
 
 from __future__ import annotations
@@ -59,7 +51,7 @@ from pipeline.tuning import LEAD_IN, REDECODES
 TIME_PRECISION = N_SAMPLES_PER_TOKEN / SAMPLE_RATE  # 0.02 s per timestamp token
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TranscribeOptions:
     language: str | None = None  # ISO code or English name; None or "auto" detects it from the first 30 s
     task: Literal["transcribe", "translate"] = "transcribe"  # or "translate" to English
@@ -135,16 +127,20 @@ def transcribe(
                 _, probs = model.detect_language(window_mel(samples, model.dims.n_mels))
             language = max(probs, key=probs.get)
     regions = speech.regions if speech is not None else None
-    info = TranscriptionInfo(language, probs.get(language, 1.0), duration, options.task, probs, regions)
-    return _segments(audio, content_frames, model, language, options, speech, progress), info
+    info = TranscriptionInfo(
+        language=language,
+        language_probability=probs.get(language, 1.0),
+        duration=duration,
+        task=options.task,
+        language_probs=probs,
+        speech=regions,
+    )
+    return _segments(audio, content_frames, model, language=language, options=options, speech=speech, progress=progress), info
 
 
 def window_audio(audio: np.ndarray, window: Window, speech: SpeechMap | None) -> np.ndarray | None:
-    """The samples whisper is given for a window: its pieces joined, leveled where the detector heard speech; None
-    when there is nothing to decode. (Near-)digital silence is not decoded at all: whisper would hallucinate "You" or
-    "Thank you." there. A window of a sound is planned where the level stands out from its surroundings
-    (SpeechMap.sounds): it may be quieter, and is decoded however quiet (a whisper after digital silence;
-    docs/longform.md, QUIET_DBFS)."""
+    """The samples whisper is given for a window: its pieces joined and leveled; None when there is nothing to
+    decode ((near-)digital silence, where whisper makes up "Thank you."). A sound's window is decoded however quiet."""
     samples = np.concatenate([audio[a * HOP_LENGTH : b * HOP_LENGTH] for a, b in window.pieces])
     if window.frames <= 0 or (window.heard and is_quiet(samples)):
         return None
@@ -155,9 +151,8 @@ def window_audio(audio: np.ndarray, window: Window, speech: SpeechMap | None) ->
 
 
 def window_mel(audio: np.ndarray, n_mels: int) -> torch.Tensor:
-    """A window's log-mel spectrogram, computed from its own 30 s of audio (zero-padded), as whisper's training data
-    was: its level clamp (80 dB under the loudest bin) is the window's own, not the whole recording's, so a quiet
-    or whispered stretch is not read against the loudest speech elsewhere."""
+    """A window's log-mel spectrogram from its own 30 s of audio, as whisper was trained: its level clamp is the
+    window's own, so a whisper is not read against the loudest speech elsewhere."""
     return log_mel_spectrogram(torch.from_numpy(pad_or_trim(np.ascontiguousarray(audio[:N_SAMPLES]))), n_mels)
 
 
@@ -165,14 +160,14 @@ def _segments(
     audio: np.ndarray,
     content_frames: int,
     model: OVWhisper,
+    *,
     language: str,
     options: TranscribeOptions,
     speech: SpeechMap | None,
     progress: Callable[[float], None] | None,
 ) -> Iterator[Segment]:
-    """The recording's segments in time order. With batch_size > 1 the recording is cut at pauses into parts that
-    are decoded side by side: each part is its own window loop, conditioned on its own text, and each round of
-    decoding takes one window from every part as one batch (decoding.decode_batch)."""
+    """The recording's segments in time order. With batch_size > 1 the recording is cut at pauses into parts,
+    each its own window loop; each round decodes one window from every part as one batch."""
     tokenizer = get_tokenizer(
         model.is_multilingual, num_languages=model.num_languages, language=language, task=options.task
     )
@@ -186,7 +181,7 @@ def _segments(
         fp16=False,
     )
     streams = [
-        _Stream(audio, model, tokenizer, options, speech, first, last)
+        _Stream(audio, model, tokenizer=tokenizer, options=options, speech=speech, first=first, last=last)
         for first, last in parts(speech, audio, content_frames, options.batch_size)
     ]
     loops = [stream.run(decode_options) for stream in streams]
@@ -234,7 +229,7 @@ class _Stream:
     """whisper's window loop over one part of the recording: it yields a decoding.Request for every window and is
     sent back the decoding.Answer, and yields each Segment it keeps."""
 
-    def __init__(self, audio, model, tokenizer, options: TranscribeOptions, speech, first: int, last: int):
+    def __init__(self, audio, model, *, tokenizer, options: TranscribeOptions, speech, first: int, last: int):
         self.audio, self.model, self.tokenizer, self.options = audio, model, tokenizer, options
         self.speech, self.first, self.last = speech, first, last
         self.seek = first
@@ -283,8 +278,8 @@ class _Stream:
         self.seek = last
 
     def _redecode(self, window: Window, prompt: DecodingOptions, start: float, current: list[Decoded]):
-        """The window's segments with the speech whisper skipped inside it (often its first sentence) decoded, each
-        stretch on its own, and what those decodes skip again too, up to REDECODES more decodes; in time order."""
+        """The window's segments with the speech whisper skipped in it decoded again, stretch by stretch, up to
+        REDECODES more decodes; in time order."""
         again: list[Decoded] = []
         todo = uncovered(self.speech, start, current)
         budget = len(todo) + REDECODES
@@ -299,8 +294,7 @@ class _Stream:
         return sorted(split_around(current, again) + again, key=lambda seg: seg.start)
 
     def _window(self, window: Window, decode_options: DecodingOptions):
-        """Decode one window (through the caller's batch): returns (result, segments, frames of the window to
-        advance); result None when the window holds no speech. Segment and word times are the recording's."""
+        """Decode one window: (result, segments, frames to advance); result None when it holds no speech."""
         options, tokenizer = self.options, self.tokenizer
         segment_size = window.frames
         audio = window_audio(self.audio, window, self.speech)
@@ -345,8 +339,7 @@ class _Stream:
 
 
 def _placed(seg: dict, result, window: Window) -> Decoded:
-    """One of whisper's segment dicts as a Decoded value, its times (and its words') from the packed window's time
-    to the recording's."""
+    """One of whisper's segment dicts as a Decoded value, its times from the packed window's to the recording's."""
     words = seg.get("words")
     if words is not None:
         words = tuple(Word(window.time(w["start"]), window.time(w["end"], end=True), w["word"], w["probability"])

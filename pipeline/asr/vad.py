@@ -1,12 +1,7 @@
-"""Voice activity detection: where in the audio someone speaks (Silero VAD, run on OpenVINO).
+"""Voice activity detection: where in the audio someone speaks (Silero VAD, its ONNX export run on OpenVINO).
 
-The `silero-vad` package ships the model; its batched "sequence" ONNX export takes up to 512 frames of 32 ms per
-call (plus the LSTM state), so a 10-minute recording is ~40 calls and takes well under a second. OpenVINO reads the
-ONNX file directly. Turning per-frame probabilities into speech regions is silero's own state machine
-(`get_speech_timestamps_from_probs`), as are the frame layout and context samples (`frame_blocks`).
-
-The transcriber uses the regions to skip what is not speech, to cut its 30-second windows in pauses rather than
-inside words, to snap word times to the speech, and to drop text decoded where nobody speaks.
+Up to MAX_FRAMES frames of 32 ms per call; probabilities become regions by silero's own state machine
+(`get_speech_timestamps_from_probs`). The regions steer the windows, word times and the guards of pipeline/asr/.
 """
 
 from __future__ import annotations
@@ -35,7 +30,7 @@ FRAME_SAMPLES, CONTEXT_SAMPLES = 512, 64  # silero's 16 kHz frame (32 ms) and th
 STATE_SHAPE = (1, 1, 128)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VadOptions:
     threshold: float = 0.5  # frames more likely speech than this start a region (silero's default)
     min_speech_ms: int = 250  # shorter bursts are not speech (clicks, coughs)
@@ -96,10 +91,8 @@ class SpeechMap:
         return gaps
 
     def sounds(self, start: float, end: float) -> list[tuple[float, float]]:
-        """Stretches of [start, end] that stand out from its quietest part (SOUND_ABOVE_FLOOR dB over its floor, the
-        SOUND_FLOOR_PERCENTILE percentile of its 10-ms frames, and over SOUND_MIN_DBFS), joined across gaps under
-        SOUND_BRIDGE seconds, each with SOUND_MIN seconds of sound or more. Whatever the detector made of them:
-        speech, whispers, music, noise. Empty without levels."""
+        """Stretches of [start, end] that stand out from its floor (SOUND_ABOVE_FLOOR, SOUND_FLOOR_PERCENTILE,
+        SOUND_MIN_DBFS), joined across SOUND_BRIDGE, each with SOUND_MIN s of sound: speech, whispers, music or noise."""
         if self.levels is None:
             return []
         step = LEVEL_FRAME / SAMPLE_RATE

@@ -12,9 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
-from pipeline.asr.model import ModelCache, ModelOptions
+from pipeline.asr.cache import ModelCache
+from pipeline.asr.model import ModelOptions
 from pipeline.errors import SubtitleError
-from pipeline.jobs.run import Event, JobResult, JobSpec, Policy, run_job
+from pipeline.jobs.estimate import Rates
+from pipeline.jobs.run import run_job
+from pipeline.jobs.spec import Event, JobResult, JobSpec, Policy
 
 
 class Executor(Protocol):
@@ -37,13 +40,14 @@ class Executor(Protocol):
 
 
 class InProcess:
-    """run_job in this process, its models compiled once and shared by every job."""
+    """run_job in this process, its models compiled once and shared by every job, as are the rates they measure."""
 
     def __init__(self, models: ModelCache):
         self.models = models
+        self.rates = Rates()
 
     def run(self, spec, out_dir, policy=Policy(), work_dir=None, heartbeat=None) -> Iterator[Event | JobResult]:
-        return run_job(spec, out_dir, self.models, policy, work_dir, heartbeat)
+        return run_job(spec, out_dir, self.models, policy, work_dir=work_dir, heartbeat=heartbeat, rates=self.rates)
 
     def prepare(self, model: str, precision: str = "auto") -> None:
         self.models.get(model, precision=precision)

@@ -10,15 +10,13 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipeline.errors import OptionError
 from pipeline.files import atomic_path
-from pipeline.subtitles.formats import FORMATS, Labels, render
+from pipeline.jobs.spec import SubtitleResult
+from pipeline.subtitles.formats import Labels
+from pipeline.subtitles.write import FORMATS, to_format
 from pipeline.timings import timed
-
-if TYPE_CHECKING:  # (pipeline.jobs.run imports this module)
-    from pipeline.jobs.run import SubtitleResult
 
 
 @timed("write")
@@ -39,7 +37,15 @@ def write_outputs(
     for fmt in formats:
         if fmt not in FORMATS:
             raise OptionError("formats", f"Unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
-        text = render(fmt, result.cues, result.info.language, result.info.duration, labels, style, size)
+        text = to_format(
+            fmt,
+            result.cues,
+            language=result.info.language,
+            duration=result.info.duration,
+            labels=labels,
+            style=style,
+            size=size,
+        )
         target = Path(out_dir) / f"{stem}.{fmt}"
         with atomic_path(target) as tmp:
             tmp.write_text(text, encoding="utf-8", newline="\n")

@@ -13,14 +13,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipeline.errors import OptionError, SubtitleError
+from pipeline.jobs.spec import FileFailed, FileSkipped, JobSpec, Policy
 from pipeline.media.audio import Limits, MediaInfo, check_limits, human_size, require_audio
 from pipeline.media.video import AUDIO_RATE, BURN_MAX_RATE, PREVIEW_SECONDS, preview_reencodes
-
-if TYPE_CHECKING:  # (pipeline.jobs.run imports this module)
-    from pipeline.jobs.run import FileSkipped, JobSpec, Policy
 
 _DISK_MARGIN = 200 * 1024**2  # bytes kept free beyond what a job needs
 
@@ -71,6 +68,23 @@ def plan_job(
     return JobPlan(checked, tuple(failed), tuple(skipped), todo)
 
 
+def start_job(
+    spec: JobSpec, out_dir: Path, policy: Policy, stems: set[str], emit, stop: threading.Event | None = None
+) -> tuple[JobPlan, list[FileFailed]]:
+    """The start both executors make: `out_dir` made, the plan, and the inputs it refused or skipped emitted."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = plan_job(spec, out_dir, policy, stems, stop)
+    failed = [FileFailed(i, input_name(spec.inputs[i]), message) for i, message in plan.failed]
+    for event in (*failed, *plan.skipped):
+        emit(event)
+    return plan, failed
+
+
+def input_name(item: Path | str) -> str:
+    """An input as messages name it: a file's name, or the link."""
+    return item.name if isinstance(item, Path) else str(item)
+
+
 def check_file(path: Path, limits: Limits | None, stop: threading.Event | None = None) -> MediaInfo:
     """The media of a local input, refused (SubtitleError) when it has no audio or is over the server's limits."""
     info = require_audio(path, stop)
@@ -82,7 +96,6 @@ def check_file(path: Path, limits: Limits | None, stop: threading.Event | None =
 def done_before(spec: JobSpec, i: int, out_dir: Path, stems: set[str]) -> FileSkipped | None:
     """Input i's outputs in out_dir, when an earlier run wrote them all (each newer than the input); its name is
     then taken in `stems`, as it was in that run. Only for local inputs."""
-    from pipeline.jobs.run import FileSkipped  # (pipeline.jobs.run imports this module: imported here)
 
     item = spec.inputs[i]
     stem = Path(item.name).stem

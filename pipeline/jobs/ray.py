@@ -21,21 +21,23 @@ import logging
 import os
 import queue
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from pipeline.asr.model import ModelCache, ModelOptions
+from pipeline.asr.model import ModelOptions
 from pipeline.errors import Cancelled, OptionError, SubtitleError
-from pipeline.files import atomic_path, sweep, work_folder
+from pipeline.files import atomic_path
+from pipeline.jobs.estimate import time_left
 from pipeline.jobs.outputs import unique_stem
-from pipeline.jobs.plan import check_job, plan_job
-from pipeline.jobs.run import (
+from pipeline.jobs.plan import check_job, input_name, start_job
+from pipeline.jobs.ray_worker import Worker, WorkerCrashed, WorkerFinished
+from pipeline.jobs.run import brought_subtitles
+from pipeline.jobs.spec import (
     CueDecoded,
     Event,
     FileDone,
@@ -47,10 +49,9 @@ from pipeline.jobs.run import (
     Policy,
     Progress,
     SourceFound,
-    run_job,
-    stream,
+    SubtitleText,
 )
-from pipeline.subtitles.formats import read_subtitles
+from pipeline.jobs.stream import stream
 
 
 @contextmanager
@@ -82,102 +83,7 @@ log = logging.getLogger(__name__)
 
 RETRIES = 2  # more tries for an input whose worker died under it
 PLACE_TIMEOUT = 300.0  # seconds for Ray to start every worker (an autoscaling cluster may first add a node)
-_PACKAGES = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "convert")]
-
-
-@dataclass(frozen=True)
-class _Crashed:
-    error: str  # an exception of ours on the worker (a bug): logged here, and the input fails
-
-
-@dataclass(frozen=True)
-class _Finished:
-    result: JobResult  # of the one-input job, with the worker's paths
-    files: tuple[tuple[str, bytes], ...]  # each output's name and content, in the order of the FileResult's outputs
-    preview: tuple[str, bytes] | None  # the preview's name and content (JobSpec.preview), else None
-
-
-class Worker:
-    """One worker slot (a Ray actor): a process with its compiled models, subtitling one input at a time.
-
-    The driver starts an input with `start` and collects its events with `next`, a call that waits up to a second for
-    some: plain calls and replies, which work through Ray Client (ray://) too, where streaming generators do not."""
-
-    def __init__(self, options: ModelOptions):
-        self.models = ModelCache(options)
-        self.cancelled: set[str] = set()
-        self.queues: dict[str, queue.SimpleQueue] = {}
-        sweep(Path(tempfile.gettempdir()))  # what workers killed on this node left
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def prepare(self, model: str, precision: str) -> None:
-        self.models.get(model, precision=precision)
-
-    def cancel(self, key: str) -> None:
-        self.cancelled.add(key)
-
-    def start(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy) -> None:
-        """Subtitle the spec's one input (its bytes, when it is a file) in a thread; its events wait for `next`."""
-        events = self.queues[key] = queue.SimpleQueue()
-
-        def work() -> None:
-            try:
-                for event in self._subtitle(key, spec, data, subtitles, policy):
-                    events.put(event)
-            except Exception as e:  # a bug, not the input's fault: the driver logs it
-                events.put(_Crashed(f"{type(e).__name__}: {e}"))
-            finally:
-                events.put(None)
-
-        threading.Thread(target=work, name=f"subtitle-{key}", daemon=True).start()
-
-    def next(self, key: str, wait: float = 1.0) -> list:
-        """The input's events since the last call, after waiting up to `wait` seconds for one; None ends them."""
-        events = self.queues[key]
-        try:
-            got = [events.get(timeout=wait)]
-        except queue.Empty:
-            return []
-        while True:
-            try:
-                got.append(events.get_nowait())
-            except queue.Empty:
-                break
-        if got[-1] is None:
-            del self.queues[key]
-        return got
-
-    def _subtitle(self, key: str, spec: JobSpec, data: bytes | None, subtitles: bytes | None, policy: Policy):
-        """run_job on the spec's one input: its events (paths on this node left out), then a _Finished."""
-        name = str(spec.inputs[0]) if data is None else Path(spec.inputs[0]).name
-        try:
-            with work_folder("subtitle-worker") as root:  # (a killed worker's is swept by the next one on its node)
-                if data is not None:
-                    (root / "in").mkdir()
-                    (root / "in" / name).write_bytes(data)
-                    spec = replace(spec, inputs=(root / "in" / name,))
-                if subtitles is not None:
-                    (root / "subtitles.srt").write_bytes(subtitles)
-                    spec = replace(spec, subtitles=root / "subtitles.srt")
-                events = run_job(spec, root / "out", self.models, policy, root / "work", heartbeat=1.0)
-                try:
-                    for event in events:
-                        if key in self.cancelled:
-                            return
-                        if isinstance(event, JobResult):
-                            files = tuple((p.name, p.read_bytes()) for f in event.files for p in f.outputs)
-                            shown = event.files[0].preview if event.files else None
-                            yield _Finished(event, files, shown and (shown.name, shown.read_bytes()))
-                        elif not isinstance(event, FileWritten | FileDone):  # (this node's paths: the driver's say)
-                            yield event
-                finally:
-                    events.close()
-        except SubtitleError as e:
-            yield FileFailed(0, name, str(e))
-        finally:
-            self.cancelled.discard(key)
+_PACKAGES = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2] / "convert")]
 
 
 class RayExecutor:
@@ -312,13 +218,9 @@ class _Batch:
 
     def run(self) -> JobResult:
         spec = self.spec
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        plan = plan_job(spec, self.out_dir, self.policy, self.stems, self.stop)
-        for i, message in plan.failed:
-            self.fail(i, message)
-        for s in plan.skipped:
-            self._end(s.index)
-            self.emit(s)
+        plan, failed = start_job(spec, self.out_dir, self.policy, self.stems, self._emit, self.stop)
+        self.failed.update((f.index, f) for f in failed)
+        self.ended.update([*self.failed, *(s.index for s in plan.skipped)])
         checked, todo = plan.checked, list(plan.todo)
         self.durations = {i: m.duration for i, m in checked.items() if m.duration}
         for i in todo:
@@ -343,18 +245,18 @@ class _Batch:
         key = uuid.uuid4().hex
         try:
             data = ray.put(item.read_bytes()) if isinstance(item, Path) else None
-            # (the text, checked and decoded here: a worker gets UTF-8 within the limits)
-            subtitles = read_subtitles(Path(spec.subtitles)).encode("utf-8") if spec.subtitles is not None else None
+            # (the text, checked and decoded here: a worker gets it within the limits)
+            subtitles = None if spec.subtitles is None else SubtitleText(*brought_subtitles(spec.subtitles))
         except SubtitleError as e:
             return self.fail(i, str(e))
         except OSError as e:
             return self.fail(i, f"Could not read {Path(e.filename or item).name}: {e.strerror}")
-        one = replace(spec, inputs=(item,), subtitles=None, overwrite=True)
+        one = replace(spec, inputs=(item,), subtitles=subtitles, overwrite=True)
         with self.lock:
             self.running[i] = (worker, key)
         seen = 0
         try:
-            ray.get(worker.start.remote(key, one, data, subtitles, replace(self.policy, slots=None)))
+            ray.get(worker.start.remote(key, one, data, replace(self.policy, slots=None)))
             while True:
                 for event in ray.get(worker.next.remote(key)):
                     if event is None:
@@ -377,9 +279,9 @@ class _Batch:
                             self._emit(replace(event, index=i))
                     elif isinstance(event, FileFailed):
                         self.fail(i, event.message)
-                    elif isinstance(event, _Finished):
+                    elif isinstance(event, WorkerFinished):
                         self._finish(i, event)
-                    elif isinstance(event, _Crashed):
+                    elif isinstance(event, WorkerCrashed):
                         log.error("%s failed on a worker: %s", self._name(i), event.error)
                         self.fail(i, "Something went wrong on a worker; it is in the server's log. Try again")
         finally:
@@ -405,7 +307,7 @@ class _Batch:
         self._emit(event)
         self._end(i)
 
-    def _finish(self, i: int, finished: _Finished) -> None:
+    def _finish(self, i: int, finished: WorkerFinished) -> None:
         """Write input i's files here, each whole; a file that cannot be written fails the input, and its files go."""
         one = finished.result.files[0]
         theirs = one.outputs[0].name[: -len(self.spec.formats[0]) - 1]  # the worker's stem
@@ -451,9 +353,7 @@ class _Batch:
         elapsed = time.monotonic() - self.started
         done = sum(d * (1.0 if j in self.files else self.fraction.get(j, 0.0)) for j, d in self.durations.items())
         total = sum(d for j, d in self.durations.items() if j not in self.failed)
-        if elapsed < 5 or done <= 0:
-            return None
-        return max(0.0, total - done) * elapsed / done
+        return time_left(total - done, elapsed / done if elapsed >= 5 and done > 0 else None)
 
     def _emit(self, event: Event) -> None:
         if self.stopped:
@@ -476,5 +376,4 @@ class _Batch:
             self.lock.notify_all()
 
     def _name(self, i: int) -> str:
-        item = self.spec.inputs[i]
-        return item.name if isinstance(item, Path) else str(item)
+        return input_name(self.spec.inputs[i])

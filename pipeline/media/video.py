@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -50,7 +50,6 @@ MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are 
 
 @dataclass(frozen=True)
 class BurnOptions:
-    style: Style = field(default_factory=Style)
     preview_seconds: float | None = None  # only the first N seconds (fast); None: the whole video
     crf: int = 23  # x264 quality (lower is better and bigger)
     # x264 speed/size trade-off. None: veryfast for a preview; ultrafast for the whole video, which keeps burning in
@@ -83,8 +82,10 @@ def burn(
     video: Path,
     cues: Sequence[Cue],
     out: Path,
+    *,
     language: str = "en",
     options: BurnOptions = BurnOptions(),
+    style: Style = Style(),
     progress: Callable[[float], None] = lambda fraction: None,
     duration: float | None = None,
     media: MediaInfo | None = None,
@@ -112,7 +113,7 @@ def burn(
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
     # (the work folder sits beside the output: a server's job folder, swept when a killed server restarts)
     with work_folder("burn", Path(out).resolve().parent) as work:
-        script = script or to_ass(cues, media.width, media.height, options.style, language, labels)
+        script = script or to_ass(cues, media.width, media.height, style=style, language=language, labels=labels)
         (work / "subs.ass").write_text(script, encoding="utf-8")
         _private_fonts(work)
         # (the ass filter comes first so it sees the source's pixels)
@@ -126,7 +127,17 @@ def burn(
                 "-crf", str(options.crf), "-maxrate", str(BURN_MAX_RATE), "-bufsize", str(2 * BURN_MAX_RATE), *audio,
                 "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
         timeout = 60 + options.timeout_factor * duration
-        return _write(out, args, work, duration, timeout, progress, _fontconfig_env(work), stop, max_bytes)
+        return _write(
+            out,
+            args,
+            work,
+            duration=duration,
+            timeout=timeout,
+            progress=progress,
+            env=_fontconfig_env(work),
+            stop=stop,
+            max_bytes=max_bytes,
+        )
 
 
 def _private_fonts(work: Path) -> None:
@@ -156,6 +167,7 @@ def mux_soft(
     video: Path,
     cues: Sequence[Cue],
     out: Path,
+    *,
     language: str = "en",
     media: MediaInfo | None = None,
     stop: threading.Event | None = None,
@@ -188,7 +200,7 @@ def mux_soft(
         if mp4:
             args += ["-movflags", "+faststart"]
         timeout = 60 + 3 * (media.duration or 0.0)
-        return _write(out, args, work, media.duration or 0.0, timeout, lambda fraction: None, None, stop, max_bytes)
+        return _write(out, args, work, duration=media.duration or 0.0, timeout=timeout, stop=stop, max_bytes=max_bytes)
 
 
 def preview_reencodes(media: MediaInfo) -> bool:
@@ -205,6 +217,7 @@ def preview(
     source: Path,
     out_stem: Path,
     media: MediaInfo,
+    *,
     seconds: float,
     stop: threading.Event | None = None,
     threads: int = 0,
@@ -227,7 +240,7 @@ def preview(
             *([] if webm else ["-movflags", "+faststart"])]  # fmt: skip
     with work_folder("preview", out.resolve().parent) as work:
         duration = media.duration or 0.0
-        return _write(out, args, work, duration, 60 + 3 * duration, lambda fraction: None, None, stop, max_bytes)
+        return _write(out, args, work, duration=duration, timeout=60 + 3 * duration, stop=stop, max_bytes=max_bytes)
 
 
 def iso639_2(language: str, terminology: bool = False) -> str:
@@ -246,9 +259,10 @@ def _write(
     out: Path,
     args: list[str],
     cwd: Path,
+    *,
     duration: float,
     timeout: float,
-    progress: Callable[[float], None],
+    progress: Callable[[float], None] = lambda fraction: None,
     env: dict[str, str] | None = None,
     stop: threading.Event | None = None,
     max_bytes: int | None = None,

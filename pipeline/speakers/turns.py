@@ -1,16 +1,4 @@
-"""Speaker turns: who speaks when, from speaker embeddings of the detected speech, clustered.
-
-The speech regions (pipeline/asr/vad.py) are covered by windows of TURN_WINDOW seconds every TURN_STEP seconds; each
-window is embedded (pipeline/speakers/embeddings.py: CAM++, on OpenVINO) and the windows are clustered by cosine distance with
-SciPy's agglomerative clustering (average linkage, as pyannote's clustering uses SciPy's) until the closest two
-clusters are TURN_DISTANCE apart. Clusters holding under TURN_MIN_SHARE of the windows are folded into the nearest
-large one (a cough, a laugh, a stretch of noise is not a speaker), as pyannote does; when the number of speakers is
-given, the clusters left are merged into that many. Then the turns are placed finer than the windows: each
-speaker's voice is the mean of its windows, parts of TURN_PART seconds of every window (pooled from the frames the
-encoder computed for the window, at no extra cost) vote for the voice they are closest to, each TURN_RESOLUTION-second
-step of speech goes to the voice its votes favour, and runs shorter than TURN_MIN_RUN join a neighbour. Speakers are
-numbered in the order they first speak.
-"""
+"""Who speaks when: windows of speech embedded, clustered into voices, turns placed by parts' votes (docs/speakers.md)."""
 
 from __future__ import annotations
 
@@ -53,10 +41,8 @@ class TurnOptions:
             raise OptionError("speakers", "The number of speakers is from 1 to 20, or auto")
 
 
-def windows(regions: list[tuple[float, float]] | tuple, step: float = TURN_STEP) -> list[tuple[float, float]]:
-    """(start, end) of the windows of TURN_WINDOW seconds over each speech region, every `step` seconds, the last one
-    ending with the region; a region shorter than a window gets one window centred on it (it may reach outside the
-    region)."""
+def embedding_windows(regions: list[tuple[float, float]] | tuple, step: float = TURN_STEP) -> list[tuple[float, float]]:
+    """(start, end) of windows every `step` seconds over each speech region; a short region gets one, centred."""
     out = []
     for a, b in regions:
         if b - a <= TURN_WINDOW:
@@ -69,16 +55,15 @@ def windows(regions: list[tuple[float, float]] | tuple, step: float = TURN_STEP)
     return out
 
 
-def cluster(
+def cluster_voices(
     embeddings: np.ndarray,
     speakers: int | None = None,
+    *,
     distance: float = TURN_DISTANCE,
     min_share: float = TURN_MIN_SHARE,
 ) -> np.ndarray:
-    """A label per embedding, 0, 1, ... in the order of first appearance. Clusters are merged until the closest two
-    are `distance` apart, those under `min_share` of the windows are folded into the nearest large one; with a
-    number of `speakers` given, the clusters left are then merged (or, when too few, the windows split) into that
-    many, so a few stray windows never take a speaker's place."""
+    """A label per embedding, in order of first appearance: clusters merged to `distance`, those under `min_share`
+    folded into the nearest (a cough is not a speaker), then merged or split into `speakers` when given."""
     n = len(embeddings)
     if n == 0:
         return np.zeros(0, int)
@@ -86,7 +71,7 @@ def cluster(
         return np.zeros(n, int)
     if n <= TURN_MAX_CLUSTERED:
         labels = _agglomerative(embeddings, distance=distance)
-    else:  # memory grows with the square of the windows: an even sample is clustered, the rest join its centroids
+    else:  # (memory grows with the square of the windows: a sample is clustered, the rest join its centroids)
         sample = np.linspace(0, n - 1, TURN_MAX_CLUSTERED).round().astype(int)
         found = _agglomerative(embeddings[sample], distance=distance)
         centroids = np.stack([embeddings[sample][found == k].mean(axis=0) for k in range(found.max() + 1)])
@@ -96,19 +81,18 @@ def cluster(
     labels = _fold_small(embeddings, labels, min_share)
     if speakers is not None:
         found = sorted(set(labels.tolist()))
-        if len(found) > speakers:  # the clusters' centroids merged, by the same linkage, into `speakers`
+        if len(found) > speakers:
             centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
             into = dict(zip(found, _agglomerative(centroids, count=speakers).tolist()))
             labels = np.array([into[k] for k in labels.tolist()])
-        elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:  # fewer voices than asked for: the windows split
+        elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:
             labels = _agglomerative(embeddings, count=min(speakers, n))
     order = {label: i for i, label in enumerate(dict.fromkeys(labels.tolist()))}
     return np.array([order[label] for label in labels.tolist()])
 
 
 def _agglomerative(points: np.ndarray, distance: float | None = None, count: int | None = None) -> np.ndarray:
-    """Labels 0, 1, ... of agglomerative clustering by cosine distance, average linkage (SciPy's, as pyannote's
-    clustering uses): merged until the closest two clusters are `distance` apart, or into `count` clusters."""
+    """Labels of SciPy's agglomerative clustering, cosine, average linkage (as pyannote's), to `distance` or `count`."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
     tree = linkage(np.asarray(points, dtype=np.float64), method="average", metric="cosine")
@@ -134,22 +118,20 @@ def turns_of(
     spans: Sequence[tuple[float, float]],
     embedded: Embedded,
     labels: np.ndarray,
+    *,
     step: float = TURN_STEP,
     resolution: float = TURN_RESOLUTION,
     min_run: float = TURN_MIN_RUN,
 ) -> list[Turn]:
-    """The speech regions cut where the speaker changes. Each speaker's voice is the mean of the embeddings of its
-    windows (`spans`: windows(regions, step); `labels`: their speakers); each part of a window votes, with its cosine
-    similarity to every voice, for the instants in the middle half of the part; each `resolution`-second step of a
-    region goes to the voice with the highest mean vote, and a run of steps shorter than `min_run` seconds joins the
-    neighbour whose voice its votes favour. Speakers are numbered in the order they first speak."""
+    """The speech regions cut where the speaker changes: each part of a window (`spans`) votes for the voices (means
+    of `labels`) for its middle half, a step goes to its best mean vote, runs under `min_run` join a neighbour."""
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
     voices = np.stack([embedded.whole[labels == k].mean(axis=0) for k in speakers])
     voices /= np.linalg.norm(voices, axis=1, keepdims=True)
-    counts = [len(windows([region], step)) for region in regions]
-    assert sum(counts) == len(spans), "spans are not windows(regions, step)"
+    counts = [len(embedding_windows([region], step)) for region in regions]
+    assert sum(counts) == len(spans), "spans are not embedding_windows(regions, step)"
     region_of = np.repeat(np.arange(len(regions)), counts)
     if len(embedded.parts):
         times, votes, window_of = embedded.part_times, embedded.parts @ voices.T, embedded.part_of
@@ -165,9 +147,10 @@ def turns_of(
     for r, (a, b) in enumerate(regions):
         mine = region_of[window_of] == r
         owners = merge_short_runs(
-            stepped(a, b, times[mine], votes[mine], reach, resolution), max(1, round(min_run / resolution))
+            stepped(a, b, times[mine], votes[mine], reach=reach, resolution=resolution),
+            max(1, round(min_run / resolution)),
         )
-        for first, last, owner in runs(owners):
+        for first, last, owner in label_runs(owners):
             start, end = round(a + first * resolution, 3), round(min(a + last * resolution, b), 3)
             speaker = speakers[owner]
             if out and out[-1].speaker == speaker and start - out[-1].end < 1e-9:
@@ -179,18 +162,17 @@ def turns_of(
 
 
 def stepped(
-    a: float, b: float, times: np.ndarray, votes: np.ndarray, reach: float, resolution: float = TURN_RESOLUTION
+    a: float, b: float, times: np.ndarray, votes: np.ndarray, *, reach: float, resolution: float = TURN_RESOLUTION
 ) -> np.ndarray:
-    """(steps, voices): the mean of the votes (one row per time in `times`, seconds) that reach each `resolution`-
-    second step of [a, b] (a vote reaches the steps whose start is within `reach` of its time, and at least the
-    step it falls in); a step no vote reaches takes the nearest step's."""
+    """(steps, voices): the mean of the votes (a row per time) within `reach` of each step of [a, b]; a step no vote
+    reaches takes the nearest step's."""
     steps = max(1, int(np.ceil((b - a) / resolution - 1e-9)))
     votes = np.asarray(votes, dtype=np.float64).reshape(len(times), -1)
     times = np.asarray(times, dtype=np.float64)
     centre = np.clip(((times - a) / resolution).astype(int), 0, steps - 1)
     low = np.clip(np.ceil((times - reach - a) / resolution - 1e-9).astype(int), 0, centre)
     high = np.clip(np.floor((times + reach - a) / resolution + 1e-9).astype(int), centre, steps - 1)
-    change = np.zeros((steps + 1, votes.shape[1]))  # each vote added from its low step to its high one, by sums
+    change = np.zeros((steps + 1, votes.shape[1]))  # each vote added from its low step to its high one
     np.add.at(change, low, votes)
     np.add.at(change, high + 1, -votes)
     total = np.cumsum(change, axis=0)[:steps]
@@ -202,7 +184,7 @@ def stepped(
     return total[nearest] / count[nearest][:, None]
 
 
-def runs(labels: Sequence[int]) -> list[tuple[int, int, int]]:
+def label_runs(labels: Sequence[int]) -> list[tuple[int, int, int]]:
     """(first, end, label) of each run of equal labels."""
     out, first = [], 0
     for i in range(1, len(labels) + 1):
@@ -213,11 +195,10 @@ def runs(labels: Sequence[int]) -> list[tuple[int, int, int]]:
 
 
 def merge_short_runs(votes: np.ndarray, min_steps: int) -> np.ndarray:
-    """Each step's voice (the highest vote), then, shortest first, every run under `min_steps` steps given to the
-    neighbouring run whose voice its votes favour, until none is left (or one run is)."""
+    """Each step's best voice; then, shortest first, runs under `min_steps` go to the neighbour their votes favour."""
     labels = votes.argmax(axis=1)
     while True:
-        found = runs(labels)
+        found = label_runs(labels)
         short = [i for i, (first, end, _) in enumerate(found) if end - first < min_steps]
         if len(found) < 2 or not short:
             return labels
@@ -234,8 +215,7 @@ def speaker_name(speaker: int) -> str:
 
 
 def speakers_of(turns: Sequence[Turn], spans: Sequence[tuple[float, float]]) -> list[str | None]:
-    """The speaker of each (start, end) span (a word, a segment): the one whose turns overlap it most; a span in no
-    turn (a word the detector did not call speech) gets the nearest turn's speaker. None when there are no turns."""
+    """The speaker of each (start, end) span: whose turns overlap it most, else the nearest turn's."""
     if not turns:
         return [None] * len(spans)
     starts = [t.start for t in turns]
@@ -256,7 +236,7 @@ def speakers_of(turns: Sequence[Turn], spans: Sequence[tuple[float, float]]) -> 
 
 @cache
 def speaker_encoder(threads: int = 0) -> SpeakerEncoder:
-    """One compiled speaker encoder per thread count, for the life of the process (it is 28 MB)."""
+    """One compiled speaker encoder per thread count, for the life of the process."""
     return SpeakerEncoder(threads)
 
 
@@ -264,18 +244,18 @@ def speaker_turns(
     audio: np.ndarray,
     regions: list[tuple[float, float]] | tuple,
     encoder: SpeakerEncoder,
+    *,
     options=TurnOptions(),
     stop: threading.Event | None = None,
 ) -> list[Turn]:
-    """Who speaks when in 16-kHz audio whose speech is in `regions` (seconds). Once `stop` is set, it raises
-    Stopped between two encoder calls."""
-    spans = windows(regions)
-    embedded = encoder.embed_windows(audio, spans, TURN_PART, TURN_PART_HOP, stop)
-    return turns_of(regions, spans, embedded, cluster(embedded.whole, options.speakers))
+    """Who speaks when in 16-kHz audio whose speech is in `regions`; Stopped once `stop` is set."""
+    spans = embedding_windows(regions)
+    embedded = encoder.embed_windows(audio, spans, part=TURN_PART, hop=TURN_PART_HOP, stop=stop)
+    return turns_of(regions, spans, embedded, cluster_voices(embedded.whole, options.speakers))
 
 
 def turn_options(value: str | int | None) -> TurnOptions | None:
-    """The speaker turns asked for: None for "off" (or None, ""), found from the voices for "auto", or a number."""
+    """The speaker turns asked for: None for "off", found from the voices for "auto", or a number."""
     text = str(value).strip().lower() if value is not None else ""
     if text in ("", "off", "none"):
         return None

@@ -1,14 +1,7 @@
-"""ASS (Advanced SubStation Alpha) subtitles: the styled .ass file, the script libass burns in, and .ass files people
-bring. Written and read with pysubs2; pure functions, text in, text out.
+"""ASS subtitles, over pysubs2: the styled .ass file, the script libass burns in, and .ass files people bring.
 
-Both scripts carry the page's look (`Style`): font, size, colours, outline or box, position and margin, in the
-video's pixels. With `Style.highlight_words` the word being spoken lights up: in the .ass file as karaoke (each word
-a `\\k` syllable, so players and Aegisub show it), in the burned-in picture as the current word drawn in the
-highlight colour (one event per word: libass's karaoke would leave every word already spoken lit too).
-
-Cue text is never markup. In the file, "{" and "}" become "(" and ")": VSFilter and Aegisub read any "{" as the start
-of an override block and have no escape for it. In the burn script, libass's own escapes "\\{" and "\\}" keep the
-braces. In both, a word joiner after each backslash keeps a typed "\\N" or "\\h" text.
+Lit words are karaoke (`\\k`) in the file, and an event per word when burned in: libass's karaoke would leave every
+word already spoken lit too.
 """
 
 from __future__ import annotations
@@ -20,34 +13,23 @@ from typing import Literal
 
 from pipeline.asr.results import Word
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.subtitles.cues import CJK, CJK_LANGUAGES, Cue
-from pipeline.subtitles.formats import (
-    MAX_CUE_CHARS,
-    MAX_CUES,
-    Labels,
-    clean_cues,
-    cue_too_long,
-    dialogue,
-    shown,
-    timed_words,
-)
+from pipeline.subtitles.cues import CJK, CJK_LANGUAGES, Cue, timed_words
+from pipeline.subtitles.formats import Labels, clean_cues, dialogue, shown
+from pipeline.subtitles.read import MAX_CUE_CHARS, MAX_CUES, cue_too_long
 
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
-# libass sizes text by the font's ascent + descent; Noto CJK's are tall, so at the same size its glyphs come out
-# about a fifth smaller than DejaVu's. Scaled up to look the same size.
-CJK_SCALE = 1.2
+CJK_SCALE = 1.2  # Noto CJK's tall ascent and descent draw it smaller than DejaVu at one size (docs/subtitles.md)
 
-# Speakers' colours, in the order the BBC's subtitle guidelines give them: the first speaker keeps the text colour,
-# the next take these in turn (skipping the text colour)
+# Speakers' colours in the BBC guidelines' order, after the text colour (which the first speaker keeps)
 SPEAKER_COLOURS = ("#FFFFFF", "#FFFF00", "#00FFFF", "#00FF00")
 _COLOUR = re.compile(r"^#?([0-9a-fA-F]{6})$")
 _BREAK_AFTER = set("。，、！？；：」』）)!?,;:. ")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Style:
-    font_size: float = 0.055  # text height as a fraction of the video's shorter side (720p landscape: 40 px)
+    font_size: float = 0.055  # text height as a fraction of the video's shorter side
     position: Literal["bottom", "top"] = "bottom"
     text_colour: str = "#FFFFFF"
     outline_colour: str = "#000000"  # the outline, or the box when `box` is on
@@ -69,22 +51,20 @@ class Style:
             raise OptionError("margin", "The margin is a fraction of the picture's height: 0 to 0.5")
 
 
-# Size of an .ass file's picture when the input has none (audio): players scale the script to the video they show
-DEFAULT_SIZE = (1920, 1080)
+DEFAULT_SIZE = (1920, 1080)  # an .ass file's picture for audio: players scale it to the video they show
 _KARAOKE = re.compile(r"\\(?:k|K|kf|ko)(\d+)")  # \k12, \K12, \kf12, \ko12: a syllable's centiseconds
 _BLOCK = re.compile(r"\{[^{}]*\}")  # an override block
 
 
-def _styles(style: Style, width: int, height: int, karaoke: bool) -> dict:
-    """The Default and CJK styles of `style` on a `width` x `height` picture (pysubs2 SSAStyle). With `karaoke`,
-    words are drawn in the text colour until their time (SecondaryColour), then in the highlight colour."""
+def _ass_styles(style: Style, width: int, height: int, karaoke: bool) -> dict:
+    """The Default and CJK SSAStyles; with `karaoke`, words turn from SecondaryColour to the highlight colour."""
     from pysubs2 import Alignment, SSAStyle
 
     text = _rgb(style.text_colour)
     lit = _rgb(style.highlight_colour) if karaoke else text
     size, margin_h, margin_v = _layout(style, width, height)
     outline = _rgb(style.outline_colour)
-    if style.box:  # BorderStyle 3: an opaque box in the outline colour, made translucent by its alpha
+    if style.box:  # BorderStyle 3: a box in the outline colour, translucent by its alpha
         border_style, border, shadow, outline = 3, max(2, size // 6), 0.0, replace(outline, a=0x40)
     else:
         border_style, border, shadow = 1, round(max(1.0, size / 16), 1), round(max(0.5, size / 40), 1)
@@ -100,7 +80,7 @@ def _styles(style: Style, width: int, height: int, karaoke: bool) -> dict:
     }
 
 
-def _script(width: int, height: int, styles: dict, events: list) -> str:
+def _assembled(width: int, height: int, styles: dict, events: list) -> str:
     from pysubs2 import SSAFile
 
     subs = SSAFile()
@@ -121,42 +101,42 @@ def to_ass(
     cues: Sequence[Cue],
     width: int,
     height: int,
+    *,
     style: Style = Style(),
     language: str = "en",
     labels: Labels | str = Labels(),
 ) -> str:
-    """The ASS script libass burns into a `width` x `height` video: speakers shown as `labels` says
-    (pipeline.subtitles.formats.shown) and, with style.speaker_colours, each in a colour; with style.highlight_words, an
-    event per word, that word in the highlight colour."""
-    return _render(cues, width, height, style, language, labels, file=False)
+    """The ASS script libass burns into a `width` x `height` video (speakers as `labels` says, formats.shown)."""
+    return _script_text(cues, width=width, height=height, style=style, language=language, labels=labels, file=False)
 
 
 def ass_file(
     cues: Sequence[Cue],
     width: int,
     height: int,
+    *,
     style: Style = Style(),
     language: str = "en",
     labels: Labels | str = Labels(),
 ) -> str:
-    """The .ass subtitle file: the look of `style` on a `width` x `height` picture, to edit in Aegisub or Subtitle
-    Edit or to mux as a styled track; with style.highlight_words, each word a karaoke syllable (\\k), whose
-    durations add up to its cue's (in centiseconds)."""
-    return _render(cues, width, height, style, language, labels, file=True)
+    """The .ass file, to edit in Aegisub or mux as a styled track; lit words are karaoke syllables (\\k)."""
+    return _script_text(cues, width=width, height=height, style=style, language=language, labels=labels, file=True)
 
 
-def _render(cues, width, height, style, language, labels, file: bool) -> str:
-    """to_ass (`file` False: libass's escapes, lit words as an event each) or ass_file (portable text, karaoke)."""
+def _script_text(cues, *, width, height, style, language, labels, file: bool) -> str:
+    """to_ass (libass's escapes, an event per lit word) or, with `file`, ass_file (portable text, karaoke)."""
     escape = _file_text if file else _ass_text
     karaoke = file and style.highlight_words
     lit = "{\\c&H" + _ass_colour(style.highlight_colour)[4:] + "&}"
     events = []
-    for group, style_name, pieces, colours in _groups(cues, width, height, style, language, labels, karaoke):
+    for group, style_name, pieces, colours in _groups(
+        cues, width=width, height=height, style=style, language=language, labels=labels, karaoke=karaoke
+    ):
         start, end = _cs(group[0].start), _cs(group[-1].end)
         if not style.highlight_words:
             events.append(_event(start, end, style_name, _compose(pieces, colours, escape)))
             continue
-        bounds = _bounds(pieces, start, end)
+        bounds = _piece_bounds(pieces, start, end)
         if karaoke:
             lead = f"{{\\k{bounds[0] - start}}}" if bounds[0] > start else ""
             ks = [bounds[i + 1] - bounds[i] for i in range(len(pieces))]
@@ -168,37 +148,34 @@ def _render(cues, width, height, style, language, labels, file: bool) -> str:
             if bounds[i + 1] > bounds[i]:
                 text = _compose(pieces, colours, escape, lit=(i, lit))
                 events.append(_event(bounds[i], bounds[i + 1], style_name, text))
-    return _script(width, height, _styles(style, width, height, karaoke), events)
+    return _assembled(width, height, _ass_styles(style, width, height, karaoke), events)
 
 
 def _layout(style: Style, width: int, height: int) -> tuple[int, int, int]:
-    """(font size, side margin, vertical margin) in the picture's pixels: the size a fraction of its shorter side;
-    without a margin given, 6 % of the height, 15 % on vertical video (clear of the phone apps' buttons)."""
+    """(font size, side margin, vertical margin) in pixels; vertical video's clears the phone apps' buttons."""
     size = max(8, round(style.font_size * min(width, height)))
     vertical = height > width
     margin_v = round((style.margin if style.margin is not None else 0.15 if vertical else 0.06) * height)
     return size, round(0.05 * width), margin_v
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Piece:
-    """A timed word of a shown cue: what comes before it (" ", a line break), its text, when, and which cue of the
-    shown group it is from; the first word of a dialogue cue's line carries the dash."""
+    """A timed word of a shown cue; the first of a dialogue cue's line carries the dash."""
 
-    before: str
+    before: str  # " ", a line break, or nothing
     text: str
     start: float
-    cue: int
+    cue: int  # which cue of the shown group
     dash: str = ""
 
 
-def _groups(cues, width, height, style, language, labels, karaoke: bool):
-    """Each shown cue (pipeline.subtitles.formats.shown): its cues, its style's name, its timed pieces, each cue's colour
-    tag (empty without speaker colours; with `karaoke`, the colour before a word is lit)."""
+def _groups(cues, *, width, height, style, language, labels, karaoke: bool):
+    """Each shown cue (formats.shown): its cues, style name, timed pieces and each cue's colour tag."""
     size, margin_h, _ = _layout(style, width, height)
     cjk_per_line = max(4, (width - 2 * margin_h) // max(1, round(size * CJK_SCALE)))  # CJK glyphs are 1 em wide
     palette = [style.text_colour.upper()] + [c for c in SPEAKER_COLOURS if c != style.text_colour.upper()]
-    known: dict[str, str] = {}  # each speaker's colour, in the order they first speak
+    known: dict[str, str] = {}
     for group in shown(clean_cues(cues), labels):
         style_name = _style_for(dialogue(group).text, language)
         pieces, colours = [], []
@@ -214,13 +191,12 @@ def _groups(cues, width, height, style, language, labels, karaoke: bool):
             for k, w in enumerate(timed_words(cue)):
                 before = w.word[: len(w.word) - len(w.word.lstrip())] if k else "\n" if n else ""
                 dash = "- " if k == 0 and len(group) > 1 else ""
-                pieces.append(_Piece(before, w.word.strip(), w.start, n, dash))
+                pieces.append(_Piece(before=before, text=w.word.strip(), start=w.start, cue=n, dash=dash))
         yield group, style_name, pieces, colours
 
 
-def _compose(pieces, colours, escape, lit=None, ks=None) -> str:
-    """The text of a shown cue: each cue's colour tag before its line; with `lit` (index, tag), that piece in the
-    highlight colour; with `ks`, a \\k syllable before each piece."""
+def _compose(pieces, colours, escape, *, lit=None, ks=None) -> str:
+    """A shown cue's text; with `lit` (index, tag), that piece lit; with `ks`, a \\k before each piece."""
     out, cue = [], None
     for i, p in enumerate(pieces):
         out.append(p.before.replace("\n", "\\N"))
@@ -236,8 +212,8 @@ def _compose(pieces, colours, escape, lit=None, ks=None) -> str:
     return "".join(out)
 
 
-def _bounds(pieces: Sequence[_Piece], start: int, end: int) -> list[int]:
-    """Centiseconds where each piece starts, kept in order within [start, end], and `end` after the last."""
+def _piece_bounds(pieces: Sequence[_Piece], start: int, end: int) -> list[int]:
+    """Centiseconds where each piece starts, in order within [start, end], then `end`."""
     out, last = [], start
     for p in pieces:
         last = min(max(_cs(p.start), last), end)
@@ -258,14 +234,13 @@ def _rgb(colour: str, alpha: int = 0):
 
 def _file_text(text: str) -> str:
     """Cue text as literal text for every ASS reader: braces become parentheses (VSFilter and Aegisub have no
-    escape for them), a word joiner after each backslash."""
+    escape for them), a word joiner follows each backslash."""
     return text.replace("\\", "\\\u2060").replace("{", "(").replace("}", ")")
 
 
 def read_ass(text: str, name: str = "The subtitle file"):
-    """(cues, script) of an ASS or SSA file: its dialogue events as cues (override tags and drawings dropped, \\N
-    a line break, karaoke syllables as timed words), and the script to burn as it is (its styles, positions and
-    effects) without embedded fonts or pictures. SubtitleError when it is not one, or is over the limits."""
+    """(cues, script) of an ASS or SSA file: its dialogue events as plain cues (karaoke syllables as timed words),
+    and the script to burn as it is, without embedded fonts or pictures; SubtitleError over the limits."""
     import pysubs2
 
     try:
@@ -291,7 +266,6 @@ def read_ass(text: str, name: str = "The subtitle file"):
 
 
 def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
-    """The karaoke syllables (\\k, \\K, \\kf, \\ko) of an event's text as timed words; None without any."""
     import pysubs2
 
     if not _KARAOKE.search(raw):
@@ -300,7 +274,7 @@ def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
     words, at, length, gap = [], start, None, False  # (length: the open syllable's, from the last \\k)
     for i, chunk in enumerate(chunks):
         text = pysubs2.SSAEvent(text=chunk).plaintext
-        if text.strip():  # (as whisper's words: a space before it when one separates it from the one before)
+        if text.strip():  # (a leading space when one separates it from the word before, as whisper's words)
             spaced = words and (text[0].isspace() or gap)
             words.append(Word(at, at + (length or 0.0), (" " if spaced else "") + " ".join(text.split())))
         gap = text[-1:].isspace() if text.strip() else gap or bool(text)
@@ -315,9 +289,7 @@ def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
 
 
 def style_of(script: str) -> Style:
-    """Our Style nearest an ASS script's Default style (or its first): size and margin from its picture (PlayResX,
-    PlayResY), the colours of its text and outline, a box when its BorderStyle is 3, top when it aligns to the top.
-    A karaoke script's text is its SecondaryColour until lit, in its PrimaryColour: the highlight."""
+    """Our Style nearest an ASS script's Default style (or its first); karaoke lights words in PrimaryColour."""
     import pysubs2
 
     subs = pysubs2.SSAFile.from_string(script, format_="ass")
@@ -351,14 +323,13 @@ def _ass_colour(colour: str) -> str:
 
 
 def wrap_cjk(text: str, per_line: int) -> str:
-    """Break lines longer than `per_line` characters into balanced lines, after punctuation when one is near.
-
-    libass wraps only at spaces, and Chinese and Japanese have none: an unwrapped long cue runs off the picture."""
+    """Lines longer than `per_line` broken into balanced lines, after punctuation when one is near: libass wraps
+    only at spaces, which Chinese and Japanese lack."""
     out = []
     for line in text.splitlines() or [""]:
         while len(line) > per_line:
             lines_left = -(-len(line) // per_line)
-            target = -(-len(line) // lines_left)  # balanced: the same length for every line
+            target = -(-len(line) // lines_left)
             near = [i + 1 for i in range(max(1, target - 4), min(per_line, target + 3)) if line[i] in _BREAK_AFTER]
             cut = min(near, key=lambda c: abs(c - target), default=target)
             if cut < len(line) and line[cut] in _BREAK_AFTER and cut < per_line:  # no line starts with punctuation
@@ -370,13 +341,12 @@ def wrap_cjk(text: str, per_line: int) -> str:
 
 
 def _style_for(text: str, language: str) -> str:
-    """A cue holding any Chinese/Japanese/Korean character is drawn with the CJK font (libass finds fallback fonts
-    through fontconfig only, never among the `fontsdir` fonts, so the choice is ours)."""
+    """The CJK font for a cue with any CJK character: libass's fallback fonts ignore `fontsdir`."""
     return "CJK" if language in CJK_LANGUAGES or CJK.search(text) else "Default"
 
 
 def _ass_text(text: str) -> str:
-    """Cue text as literal ASS text: line breaks become \\N; braces are escaped (libass draws \\{ as {), and a word
-    joiner after each backslash keeps `\\N`, `\\h`, ... in the text from becoming line breaks or spaces."""
+    """Cue text as literal libass text: line breaks as \\N, braces escaped, and a word joiner after each backslash
+    so a typed `\\N` or `\\h` stays text."""
     text = text.replace("\\", "\\\u2060").replace("{", "\\{").replace("}", "\\}")
     return "\\N".join(line.strip() for line in text.strip().splitlines() if line.strip())

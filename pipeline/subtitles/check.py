@@ -1,10 +1,6 @@
 """Check any SRT file against broadcast readability rules: python -m pipeline.subtitles.check FILE.srt [FILE.srt ...]
 
-Prints every cue that breaks a rule (line length, number of lines, reading speed, duration, gap to the next cue,
-overlap) and a summary per file; exits 1 when any rule is broken, 2 when a file can't be read. It works on any SRT,
-ours or not. The defaults are the common broadcast/streaming rules (Netflix's timed-text style guide, BBC): 42
-characters per line (16 for Chinese/Japanese/Korean, which count characters), 2 lines, 20 characters per second,
-5/6 s to 7 s on screen, 2 frames at 24 fps between cues.
+Prints each broken rule and a summary per file; exits 1 when a rule is broken, 2 when a file can't be read.
 """
 
 from __future__ import annotations
@@ -13,18 +9,19 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
 from pipeline.subtitles.cues import Cue, CueRules, is_cjk
-from pipeline.subtitles.formats import cue_blocks, format_timestamp, read_subtitles
+from pipeline.subtitles.formats import format_timestamp
+from pipeline.subtitles.read import cue_blocks, read_subtitles
 
 SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
 RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Problem:
     index: int  # of the cue, 1-based, in file order
     cue: Cue
@@ -33,8 +30,7 @@ class Problem:
 
 
 def parse_srt(text: str) -> list[Cue]:
-    """Cues from SRT (or WebVTT) text, in file order (empty ones too: they count in the numbering); tolerant of a BOM,
-    CRLF, '.' for ',', missing or wrong numbers and extra blank lines (pipeline.subtitles.formats.cue_blocks)."""
+    """Cues from SRT (or WebVTT) text, empty ones too: they count in the numbering."""
     return [Cue(start, end, body, None, speaker) for start, end, body, speaker, _ in cue_blocks(text)]
 
 
@@ -42,30 +38,29 @@ def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
     """Every rule each cue breaks, in cue order."""
     problems = []
     for i, cue in enumerate(cues):
-        n = i + 1
+        broken = []  # (rule, detail)
         lines = cue.text.split("\n") if cue.text else []
         for k, line in enumerate(lines, start=1):
             limit = rules.max_line_chars_cjk if is_cjk(line) else rules.max_line_chars
             if len(line) > limit:
-                problems.append(Problem(n, cue, "line length", f"line {k} has {len(line)} characters (max {limit})"))
+                broken.append(("line length", f"line {k} has {len(line)} characters (max {limit})"))
         if len(lines) > rules.max_lines:
-            problems.append(Problem(n, cue, "lines", f"{len(lines)} lines (max {rules.max_lines})"))
+            broken.append(("lines", f"{len(lines)} lines (max {rules.max_lines})"))
         duration = cue.end - cue.start
         chars = sum(len(line) for line in lines)
         if duration > 0 and chars / duration > rules.max_cps:
-            problems.append(
-                Problem(n, cue, "reading speed", f"{chars / duration:.1f} characters/s (max {rules.max_cps:g})")
-            )
+            broken.append(("reading speed", f"{chars / duration:.1f} characters/s (max {rules.max_cps:g})"))
         if duration < rules.min_duration - SRT_PRECISION:
-            problems.append(Problem(n, cue, "duration", f"{duration:.3f} s on screen (min {rules.min_duration:.3f})"))
+            broken.append(("duration", f"{duration:.3f} s on screen (min {rules.min_duration:.3f})"))
         elif duration > rules.max_duration + SRT_PRECISION:
-            problems.append(Problem(n, cue, "duration", f"{duration:.3f} s on screen (max {rules.max_duration:g})"))
+            broken.append(("duration", f"{duration:.3f} s on screen (max {rules.max_duration:g})"))
         if i + 1 < len(cues):
             gap = cues[i + 1].start - cue.end
             if gap < -SRT_PRECISION / 2:
-                problems.append(Problem(n, cue, "overlap", f"overlaps the next cue by {-gap:.3f} s"))
+                broken.append(("overlap", f"overlaps the next cue by {-gap:.3f} s"))
             elif gap < rules.min_gap - SRT_PRECISION:
-                problems.append(Problem(n, cue, "gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
+                broken.append(("gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
+        problems += [Problem(index=i + 1, cue=cue, rule=rule, detail=detail) for rule, detail in broken]
     return problems
 
 
@@ -93,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-duration", type=float, default=defaults.max_duration)
     p.add_argument("--min-gap", type=float, default=defaults.min_gap)
     args = p.parse_args(argv)
-    rules = CueRules(args.max_line_chars, args.max_line_chars_cjk, args.max_lines, args.max_cps,
-                     args.min_duration, args.max_duration, args.min_gap)  # fmt: skip
+    rules = CueRules(**{f.name: getattr(args, f.name) for f in fields(CueRules)})
     any_broken = False
     for path in args.files:
         try:

@@ -1,14 +1,7 @@
-"""Cue segmentation: timed words in, cues a broadcaster would ship out. Pure functions.
+"""Cues from timed words, by the rules a broadcaster ships (`CueRules`; check.py checks any SRT against them).
 
-The rules are `CueRules` (pipeline.subtitles.check checks any SRT against the same ones): at most `max_lines` lines of
-`max_line_chars` characters (16 for Chinese/Japanese/Korean, which count characters and get no spaces), at most
-`max_cps` characters per second, between `min_duration` and `max_duration` on screen, `min_gap` between cues.
-
-A cue breaks at a sentence end first, then at clause punctuation, then at the longest pause between words, and
-never inside a word; where that leaves one of two cues of a stretch of speech too fast to read, the cut moves to
-where both can be read. Lines are balanced. A cue ends when its speech ends: it is lengthened only to reach the
-minimum duration or a readable speed, and never into the next cue's gap; where fast speech runs on, the next cue
-starts up to LATE seconds after its speech instead. Words said twice over the same sound are said once.
+A cue breaks at a sentence end, else clause punctuation, else the longest pause; it ends with its speech, lengthened
+only to be readable.
 """
 
 from __future__ import annotations
@@ -30,16 +23,18 @@ from pipeline.tuning import (
 )
 
 CJK_LANGUAGES = {"zh", "ja", "ko", "yue"}
-# Han, kana, Hangul, CJK punctuation and full-width forms: the one definition of a Chinese/Japanese/Korean character
+# Han, kana, Hangul, CJK punctuation and full-width forms
 CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 CLAUSE_END = re.compile(r"[,;:—–，、；：]['\"”’»)\]]*$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CueRules:
+    """Readability rules; the defaults are Netflix's and the BBC's."""
+
     max_line_chars: int = 42  # characters per line
-    max_line_chars_cjk: int = 16  # for Chinese, Japanese, Korean lines, which count characters
+    max_line_chars_cjk: int = 16  # for Chinese, Japanese and Korean lines, which have no spaces
     max_lines: int = 2
     max_cps: float = 20.0  # characters per second on screen, line breaks not counted
     min_duration: float = 5 / 6  # seconds
@@ -49,7 +44,7 @@ class CueRules:
 
 @dataclass(frozen=True)
 class Cue:
-    """One subtitle: the only cue type (built from words, read from SRT/VTT, written, burned, checked)."""
+    """One subtitle: the only cue type (made from words, read, written, burned, checked)."""
 
     start: float  # seconds
     end: float
@@ -58,9 +53,8 @@ class Cue:
     speaker: str | None = None  # who speaks it (pipeline/speakers/turns.py); None: not known
 
 
-def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
-    """Group timed words into cues that keep every rule the words allow (a single word longer than a line stays
-    whole: words are never cut). A cue never spans a change of speaker (Word.speaker)."""
+def cues_from_words(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | None = None) -> list[Cue]:
+    """Timed words as cues that keep every rule the words allow, never across a change of speaker."""
     words = _unrepeated([w for w in words if w.word.strip()])
     if not words:
         return []
@@ -68,7 +62,7 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
     line_chars = rules.max_line_chars_cjk if cjk else rules.max_line_chars
     groups, current = [], []
     for i, word in enumerate(words):
-        # a pause, or a change of speaker: a cue never holds two voices (dialogue cues are made at writing time)
+        # (dialogue cues, two voices in one, are made when the file is written: formats.shown)
         paused = bool(current) and (word.start - current[-1].end >= PAUSE or word.speaker != current[-1].speaker)
         if current and (paused or not _fits([*current, word], rules, line_chars, cjk)):
             cut = len(current) if paused else _best_cut(current, rules)
@@ -84,7 +78,7 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
             or current[-1].end - current[0].start >= rules.min_duration
             or not _fits([*current, following], rules, line_chars, cjk)
         ):
-            groups.append(current)  # a sentence end closes the cue once it has been on screen long enough
+            groups.append(current)  # a sentence end closes a cue that has been on screen long enough
             current = []
     if current:
         groups.append(current)
@@ -96,11 +90,8 @@ def segment(words: Sequence[Word], rules: CueRules = CueRules(), cjk: bool | Non
 
 
 def in_time_order(segments: Sequence[Sequence[Word]]) -> list[Word]:
-    """The words of whisper's segments in the order they are said. That is the segments' order, but for a word that
-    starts more than OUT_OF_ORDER seconds before a word given ahead of it: where whisper skipped a sentence and a
-    later decode filled it in, a segment's last word can lie after that sentence, and the sentence's words go back
-    before it, by their starts. Word times that disagree by less (the first word of a window against the last ones
-    of the window before, or a first word that snapping moved past the word after it) keep the order of the text."""
+    """The words of whisper's segments in the order said: a word over OUT_OF_ORDER seconds before one given ahead of
+    it (a skipped sentence decoded later) goes back by its start; smaller disagreements keep the text's order."""
     keyed = []
     latest = key = float("-inf")
     for words in segments:
@@ -112,9 +103,8 @@ def in_time_order(segments: Sequence[Sequence[Word]]) -> list[Word]:
 
 
 def _unrepeated(words: list[Word]) -> list[Word]:
-    """Words in time order without a word that says what a word before it says over the same sound (more than
-    REPEAT_OVERLAP of it, among the REPEAT_REACH words before it): two decodes of one stretch of speech, both kept.
-    A word said twice in a row follows itself (whisper's word times touch, end to start) and stays."""
+    """Without a word that repeats one of the REPEAT_REACH before it over more than REPEAT_OVERLAP of the same sound
+    (two decodes of one stretch); a word said twice in a row only touches itself, and stays."""
     kept: list[tuple[str, Word]] = []
     for w in words:
         said = normalized(w.word)
@@ -126,9 +116,8 @@ def _unrepeated(words: list[Word]) -> list[Word]:
 
 
 def _text(words: Sequence[Word], cjk: bool) -> str:
-    """The words as one line. Whisper's words carry their own leading space; one without it continues the word
-    before ("all" + "-eating", "i" + ".e.", "14" + "62"), unless it is a new sentence's first word after
-    punctuation (a window can start a word without its space)."""
+    """The words as one line. A word without its own leading space continues the one before ("all" + "-eating"),
+    unless it starts a sentence after punctuation (a window can start a word without its space)."""
     if cjk:
         return "".join(w.word.strip() for w in words)
     out = ""
@@ -146,19 +135,17 @@ def _fits(words: Sequence[Word], rules: CueRules, line_chars: int, cjk: bool) ->
         return False
     if words[-1].end - words[0].start > rules.max_duration:
         return False
-    # reading speed, counted over the time the cue may take (up to max_duration), not just the speech
+    # reading speed over the time the cue may take, not just the speech
     return len(text) <= rules.max_cps * rules.max_duration
 
 
 def _rebalance(groups: list[list[Word]], rules: CueRules, line_chars: int, cjk: bool) -> list[list[Word]]:
-    """Move the cut between two cues of one stretch of speech (under PAUSE apart) when one of them is too fast to
-    read and another cut makes both readable, or less fast, and neither shorter than min_duration. A cue may take
-    the time up to the next cue's start (less min_gap), and at most max_duration."""
+    """The cut between two cues of one stretch of speech moved where both are readable, or least too fast."""
 
     def overshoot(words: list[Word], until: float) -> float:
         shown = max(min(until - rules.min_gap, words[0].start + rules.max_duration) - words[0].start, 0.0)
         if shown < rules.min_duration:
-            return float("inf")  # (a cue this short breaks a rule of its own)
+            return float("inf")
         return max(0.0, len(_text(words, cjk)) - rules.max_cps * shown)
 
     groups = [list(g) for g in groups]
@@ -183,9 +170,8 @@ def _rebalance(groups: list[list[Word]], rules: CueRules, line_chars: int, cjk: 
 
 
 def _best_cut(words: Sequence[Word], rules: CueRules) -> int:
-    """Where to end the cue that cannot take the next word: after the latest sentence end, else the latest clause
-    end, else at the longest pause between words (the later one on ties); never before EARLIEST_CUT of its words
-    when avoidable."""
+    """Where to end a full cue: after the latest sentence end, else clause end, else at the longest pause (the later
+    on ties); not before EARLIEST_CUT of its words when avoidable."""
     n = len(words)
     if n == 1:
         return 1
@@ -201,8 +187,7 @@ def _best_cut(words: Sequence[Word], rules: CueRules) -> int:
 
 
 def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) -> str:
-    """One line if it fits, else the balanced split into two (preferring a break after punctuation, by
-    PUNCTUATION_BREAK characters of balance), else more."""
+    """One line if it fits, else two balanced ones (preferring a break after punctuation), else more."""
     text = _text(words, cjk)
     if len(text) <= line_chars or len(words) == 1:
         return text
@@ -221,20 +206,18 @@ def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) ->
 
 
 def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
-    """Lengthen cues that are too short or too fast to read, into the silence after them but never closer than
-    `min_gap` to the next cue (which also trims a cue that would touch the next one). One still too fast starts up
-    to EARLY seconds sooner, into the silence before it; then, where speech runs on, it takes up to LATE seconds of
-    the next cue's time, which starts that much later and passes any debt on, to be paid in the silence after the
-    run (fast speech: three cues of 23-25 characters a second in a row)."""
+    """Cues too short or too fast lengthened into the silence after them, never within `min_gap` of the next. One
+    still too fast starts up to EARLY seconds sooner, then takes up to LATE seconds of the next cue's time, which
+    starts that much later and passes the debt on until a silence pays it."""
     out: list[Cue] = []
     for i, cue in enumerate(cues):
-        start = max(cue.start, out[-1].end + rules.min_gap + 0.001) if out else cue.start  # (pushed by the last)
-        # 1 ms of margin both ways: subtitle files round times to whole milliseconds
+        start = max(cue.start, out[-1].end + rules.min_gap + 0.001) if out else cue.start
+        # (1 ms of margin both ways: subtitle files round times to whole milliseconds)
         limit = cues[i + 1].start - rules.min_gap - 0.001 if i + 1 < len(cues) else float("inf")
         chars = len(cue.text.replace("\n", ""))  # as pipeline.subtitles.check counts them
-        needed = max(rules.min_duration, chars / rules.max_cps) + 0.001  # readable
+        needed = max(rules.min_duration, chars / rules.max_cps) + 0.001
         longest = max(cue.end, start + rules.max_duration)
-        end = min(max(cue.end, start + needed), longest, limit)  # not too long, not into the gap
+        end = min(max(cue.end, start + needed), longest, limit)
         end = end if end > start else max(cue.end, start + 0.001)
         if end - start < needed:
             floor = out[-1].end + rules.min_gap + 0.001 if out else 0.0
@@ -246,17 +229,13 @@ def _retime(cues: list[Cue], rules: CueRules) -> list[Cue]:
 
 
 def is_cjk(line: str) -> bool:
-    """Mostly Chinese, Japanese or Korean characters (which count one by one and take no spaces)."""
     visible = [c for c in line if not c.isspace()]
     return bool(visible) and sum(bool(CJK.match(c)) for c in visible) >= len(visible) / 2
 
 
 def timed_words(cue: Cue) -> list[Word]:
-    """The cue's text as timed words which, joined, give the text back: each word keeps what comes before it (" ",
-    a line break, or nothing). An unedited cue keeps its measured times (its words spell its text, whitespace
-    aside); a cue whose words an edit changed, or that has none, gets its time spread over its words by their
-    length in characters. A label put before the words ("Speaker 1: ") shows from the cue's start. Times are kept
-    within the cue and in order."""
+    """The cue's text as timed words that join back into it. Words that still spell the text keep their times; after
+    an edit, or without words, the cue's time is spread by length. A label ("Speaker 1: ") shows from the start."""
     measured = [w for w in cue.words or () if w.word.strip()]
     flat = "".join(cue.text.split())
     spelled = "".join("".join(w.word.split()) for w in measured)

@@ -1,16 +1,12 @@
-"""The page's cue table: rows of [File,] Start, End, [Speaker,] Text, to subtitle text and back. Pure functions.
-
-The table is what a person edits: times as 00:01:02.500, a cue's lines joined by " / ", a speaker's name. Its cells
-are bounded as an uploaded subtitle file is (MAX_CUES cues of MAX_CUE_CHARS characters) before any of it is parsed,
-and turned into SRT (or WebVTT with voice spans, when a cue has a speaker), which pipeline.subtitles.formats reads back.
-"""
+"""The page's cue table ([File,] Start, End, [Speaker,] Text; lines joined by " / ") to subtitle text and back."""
 
 from __future__ import annotations
 
 import re
 
 from pipeline.errors import SubtitleError
-from pipeline.subtitles.formats import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long, voice_tag, vtt_text
+from pipeline.subtitles.formats import voice_tag, vtt_text
+from pipeline.subtitles.read import MAX_CUE_CHARS, MAX_CUES, MAX_HOUR_DIGITS, cue_too_long
 
 MAX_NAME_CHARS = 40  # characters of a speaker's name
 
@@ -28,9 +24,8 @@ def cue_table(rows: list[list[str]], several: bool) -> dict:
 
 
 def table_to_subtitles(cells: list[tuple[str, str, str, str]]) -> str:
-    """The cue table's cells (table_cells: start, end, speaker, text with " / " between lines) as SRT text, or, when
-    a cue has a speaker, WebVTT with each speaker a voice span; a time that is not one is a message. The table is
-    bounded as an uploaded file is (MAX_CUES cues of MAX_CUE_CHARS), before any of it is parsed."""
+    """The cue table's cells (table_cells) as SRT text, or WebVTT when a cue has a speaker; SubtitleError for a time
+    that is not one, or a table over the limits."""
     if len(cells) > MAX_CUES:
         raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
     vtt = any(speaker for _, _, speaker, _ in cells)
@@ -55,8 +50,7 @@ def table_to_subtitles(cells: list[tuple[str, str, str, str]]) -> str:
 
 
 def table_cells(table) -> list[tuple[str, str, str, str]]:
-    """(start, end, speaker, text) of each row of the cue table that holds anything. Columns go by the table's
-    headers (Start, End, Speaker, Text; a File column is left out); a table without headers is Start, End, Text."""
+    """(start, end, speaker, text) of each row that holds anything, by the table's headers."""
     headers, rows = _headers_and_rows(table)
     if len(rows) > MAX_CUES:
         raise SubtitleError(f"The table has more than {MAX_CUES} cues: make the files from fewer")
@@ -85,7 +79,7 @@ def rename_speaker(table, old: str, new: str) -> dict:
 
 
 def _headers_and_rows(table) -> tuple[list[str], list[list]]:
-    """The table's headers and rows, as Gradio gives it (a DataFrame) or the API does (a dict; None: empty)."""
+    """The table's headers and rows, from Gradio's DataFrame or the API's dict (None: empty)."""
     if isinstance(table, dict | None):
         return list((table or {}).get("headers") or []), [list(r) for r in (table or {}).get("data") or []]
     return list(table.columns), table.values.tolist()

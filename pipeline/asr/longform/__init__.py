@@ -1,20 +1,9 @@
 """The speech-driven stages of long-form decoding, around whisper's window loop (pipeline/asr/transcribe.py).
 
-Given where the voice activity detector heard speech (pipeline/asr/vad.py, a SpeechMap), each window of the loop goes
-through these stages, in this order:
-
-1. plan (windows.py): the next window starts just before speech, holds up to 30 s of it with long silences left
-   out, and ends in a pause; a quiet sentence beside a loud one is made louder (gains, leveled);
-2. decode (pipeline/asr/decoding.py): whisper's rules, in batches: fallback, silence, repetition, echoes, loops;
-3. place (windows.py, off_the_seams): times from the joined window back onto the recording;
-4. re-decode (redecode.py): speech whisper skipped inside the window is decoded again on its own, and what it
-   repeats of the window's words only retimes them;
-5. snap (snap.py): word times onto the detected speech;
-6. continue (redecode.py, missed_speech): from speech whisper skipped after its last text, if any;
-7. guard (pipeline/asr/decoding.py, Guard): no text where nobody speaks unless whisper is sure of it.
-
-Between stages a segment is a Decoded value; a stage returns the segments it changes. Every tuned number of these
-stages is in pipeline/tuning.py; how each came to be, in docs/longform.md.
+Each window goes through: 1. plan (windows.py); 2. decode (../decoding.py); 3. place (windows.off_the_seams);
+4. re-decode skipped speech (redecode.py); 5. snap word times (snap.py); 6. continue from missed speech
+(redecode.missed_speech); 7. guard (decoding.Guard). Between stages a segment is a Decoded value; a stage returns
+what it changes. Tuned numbers: pipeline/tuning.py; their story: docs/longform.md.
 """
 
 from __future__ import annotations
@@ -29,9 +18,8 @@ from pipeline.asr.results import Word
 
 @dataclass(frozen=True)
 class Decoded:
-    """A segment as the window loop holds it: whisper's text and tokens, the result of the decode it came from (its
-    log-probability, no-speech probability and compression ratio judge it), and its words when they are timed
-    (None: not timed; (): timed, and whisper's alignment found none). Times are seconds of the recording."""
+    """A segment in the window loop: whisper's text and tokens, the decode it came from (which judges it), and
+    its words (None: not timed; (): none found). Times are seconds of the recording."""
 
     start: float
     end: float

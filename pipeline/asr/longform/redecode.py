@@ -1,10 +1,7 @@
-"""Re-decoding: speech the voice activity detector heard but whisper's text skipped, found and decoded again.
+"""Re-decoding: speech the detector heard but whisper's text skipped, found and decoded again.
 
-Whisper sometimes starts a window with its second sentence, skips a quiet sentence inside a segment that runs on
-with the louder one after it, or ends a window early with a lone timestamp and drops the rest. uncovered and skipped
-find such stretches inside a window; each is decoded on its own (the window loop does that), and take_new keeps
-what whisper is sure of and did not already write. missed_speech moves the loop back to speech skipped after the
-window's last text.
+uncovered and skipped find such stretches inside a window, each decoded on its own; take_new keeps what whisper is
+sure of and did not already write; missed_speech moves the loop back to speech skipped after the last text.
 """
 
 from __future__ import annotations
@@ -21,12 +18,8 @@ from pipeline.tuning import COVER_SLACK, LEAD_IN, LONG_WORD, MISSED_SPEECH, SKIP
 
 
 def uncovered(speech: SpeechMap, window_start: float, segments: list[Decoded]) -> list[tuple[float, float]]:
-    """Stretches of detected speech before the window's last decoded text that no decoded text covers (no word, where
-    words are timed), each with at least SKIPPED_SPEECH seconds of speech.
-
-    Each decode is a whole window's encoder pass, and a stretch with under SKIPPED_SPEECH seconds of speech is not
-    worth one: decoded alone, such stretches (a breath, an "uh", a word whose timing slipped) give nothing, a filler
-    or an unsure made-up line."""
+    """Stretches of detected speech before the window's last text that no text covers, each with SKIPPED_SPEECH
+    s of speech or more: less is not worth an encoder pass (a breath gives nothing, or a filler)."""
     # a timed word covers at most its last LONG_WORD seconds: where whisper skipped speech, its alignment stretches
     # the next word back across what was skipped
     covered = [(max(w.start, w.end - LONG_WORD), w.end) for seg in segments for w in seg.words or ()]
@@ -41,9 +34,8 @@ def uncovered(speech: SpeechMap, window_start: float, segments: list[Decoded]) -
 
 
 def skipped(speech: SpeechMap, start: float, found: list[Decoded], end: float) -> list[tuple[float, float]]:
-    """What a decode of skipped speech, [start, end], skipped again: the stretches uncovered finds before its last
-    text, and the detected speech after that text (MISSED_SPEECH seconds of it or more, from the next onset past
-    COVER_SLACK). Nothing when it found nothing: whisper is sure nothing more is there."""
+    """What a decode of skipped speech, [start, end], skipped again: uncovered stretches, and speech after its
+    text (MISSED_SPEECH or more past COVER_SLACK). Nothing when it found nothing."""
     if not found:
         return []
     gaps = uncovered(speech, start, found)
@@ -54,9 +46,8 @@ def skipped(speech: SpeechMap, start: float, found: list[Decoded], end: float) -
 
 
 def take_new(found: list[Decoded], segments: list[Decoded]) -> tuple[list[Decoded], list[Decoded]]:
-    """Of the segments a re-decode found, those that are speech `segments` lack (new_speech), and `segments` with the
-    words that the others say again retimed to them (merge_repeat: whisper's alignment put those words beside their
-    speech, which then looked skipped; kept, the same words would be written twice)."""
+    """Of a re-decode's segments, the new speech (new_speech); and `segments` with the words the others say
+    again retimed to them (merge_repeat), so no words are written twice."""
     new = []
     for seg in found:
         if not new_speech(seg):
@@ -70,17 +61,14 @@ def take_new(found: list[Decoded], segments: list[Decoded]) -> tuple[list[Decode
 
 
 def new_speech(seg: Decoded) -> bool:
-    """Whether whisper is sure of a segment decoded again on its own (avg log-probability over SURE_LOGPROB: given
-    under a second of speech on its own, whisper makes up lines it is unsure of, while the sentences it had skipped
-    read surer; its no-speech probability tells them apart no better) and it is not one of whisper's filler lines
-    (alone, whisper writes "Thank you." over a breath or a hum that it left out in context)."""
+    """Whether whisper is sure of a segment decoded on its own (avg log-probability over SURE_LOGPROB) and it is
+    not a filler line: alone, whisper makes up lines over breaths and hums."""
     return seg.result.avg_logprob > SURE_LOGPROB and not FILLERS.match(normalized(seg.text))
 
 
 def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
-    """If a segment decoded again on its own says what the words right after it, or right before it, in `segments`
-    say, `segments` with those words at its times (each segment's start and end following its words); None if it
-    says something else."""
+    """If a re-decoded segment says what the words right after (or before) it in `segments` say, `segments`
+    with those words at its times; None if it says something else."""
     said = [w for w in seg.words or () if normalized(w.word)]
     if not said:
         return None
@@ -102,9 +90,8 @@ def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
 
 
 def split_around(segments: list[Decoded], found: list[Decoded]) -> list[Decoded]:
-    """Segments whose words run across speech decoded again on its own (`found`) split where it starts, so that
-    segments, and the words in them, stay in time order. The later part keeps no tokens (the earlier part keeps
-    them all, for the next window's prompt)."""
+    """Segments whose words run across re-decoded speech (`found`) split where it starts, so words stay in
+    time order; the earlier part keeps all tokens (for the next prompt)."""
     starts = [f.start for f in found]
     out = []
     for seg in segments:

@@ -1,9 +1,7 @@
-"""Snapping: word times moved onto the speech the voice activity detector heard.
+"""Snapping: word times moved onto the speech the detector heard, each by a bounded amount.
 
-Whisper's alignment (cross-attention and dynamic time warping) is often late on the first word after a pause, draws
-a word back across the pause or the noise before it, and stretches a first word over the tail of the sentence
-before. Each rule here moves a word onto the detected speech, by a bounded amount; a word on a sound the detector
-missed (a whisper) stays where whisper put it.
+Whisper's alignment is often late on the first word after a pause, or draws a word back over the pause before it;
+a word on a sound the detector missed (a whisper) stays where whisper put it.
 """
 
 from __future__ import annotations
@@ -17,11 +15,8 @@ from pipeline.tuning import LONG_WORD, ONSET_EARLY_MAX, QUIET_BELOW, SENTENCE_PA
 
 
 def snap_to_speech(segments: list[Decoded], speech: SpeechMap) -> list[Decoded]:
-    """The segments (in time order) with their word times on the detected speech (first_word for each word that
-    begins a region, snap for the others; a word after a pause that the detector heard none of starts where its
-    sound rises: whisper's alignment draws it back over the noise before it); a segment without words only moves its
-    start, by at most SNAP_MAX (a segment's times are coarse, and the detector misses some speech, such as
-    whispers)."""
+    """The segments with their word times on the detected speech (first_word for a region's first word,
+    snap for the others, a rise after an unheard pause); without words, a start moves by SNAP_MAX at most."""
     out, after = [], float("-inf")  # (where the last word so far ends)
     for seg in segments:
         if not seg.words:
@@ -39,10 +34,8 @@ def snap_to_speech(segments: list[Decoded], speech: SpeechMap) -> list[Decoded]:
 
 
 def snap(start: float, end: float, speech: SpeechMap, limit: float = float("inf")) -> tuple[float, float]:
-    """Word times onto the detected speech. A word that ends in speech but starts before it (in the pause, or in
-    the speech before the pause) starts where that speech starts: whisper's alignment stretches the first word
-    after a pause back across it. A word that starts in speech and ends after it ends where the speech ends.
-    Neither moves by more than `limit` seconds."""
+    """Word times onto the detected speech: a start before the speech moves to its start, an end after it to its
+    end, neither by more than `limit` s."""
     at_start, at_end = speech.region_at(start), speech.region_at(end)
     if at_end is not None and at_start != at_end and start < at_end[0] < min(end, start + limit):
         start = at_end[0]
@@ -52,10 +45,8 @@ def snap(start: float, end: float, speech: SpeechMap, limit: float = float("inf"
 
 
 def first_word(start: float, end: float, after: float, speech: SpeechMap) -> tuple[float, float] | None:
-    """The times of a word that begins a region of speech (no word since `after` reached it), put onto the region's
-    start: later when whisper's alignment put all of the word in the silent pause before it, earlier by
-    ONSET_EARLY_MAX at most when the word starts inside the region (the alignment is often late on the first word
-    after a pause). None: the word does not begin a region, or is left where it is (snap)."""
+    """A region's first word (none since `after`) onto the region's start: later when all of it lies in the
+    pause, earlier by ONSET_EARLY_MAX at most. None: not a region's first word, or left to snap."""
     region = speech.region_at(end)
     if region is None and speech.region_at(start) is None:  # all in a pause: the speech right after it, if silent
         following = speech.next_speech(end)
@@ -73,10 +64,8 @@ def first_word(start: float, end: float, after: float, speech: SpeechMap) -> tup
 
 
 def unstretch(words: tuple[Word, ...], speech: SpeechMap) -> tuple[Word, ...]:
-    """The words, with the first one moved to where the next word's speech starts when it is stretched over
-    STRETCHED_WORD seconds or more from well inside a region of speech and the next word ends in a later region that
-    begins within ONSET_EARLY_MAX of the first word's end: whisper's alignment drew the word back over the end of
-    the speech before (often the last sentence's tail, where the detector heard no pause)."""
+    """The words, the first moved to the next word's speech when it is stretched over STRETCHED_WORD s from
+    inside a region and that speech begins within ONSET_EARLY_MAX of its end (drawn back over the sentence before)."""
     if len(words) < 2 or words[0].end - words[0].start < STRETCHED_WORD:
         return words
     region = speech.region_at(words[1].end)  # (its start may lie in the pause: snap moves it)

@@ -1,11 +1,8 @@
-"""Window planning: where each 30-s window of the recording starts and ends, what it leaves out, and how loud.
+"""Window planning: where each 30-s window starts and ends, what it leaves out, and how loud.
 
-Where the voice activity detector found speech, a window starts just before it, holds up to 30 s of speech with the
-long silences between left out (Window: the silence-free audio of faster-whisper's and WhisperX's VAD mode, planned a
-window at a time), and ends in a pause, so no word is cut at a window boundary (plan_window). A quiet sentence beside
-a loud one in a window is raised to its level (gains, leveled). Times whisper gives in the joined audio map back to
-the recording (Window.time), and words whisper put in the silence kept at a seam move to the speech after it
-(off_the_seams). With batch_size > 1 the recording is first cut at pauses into parts decoded side by side (parts).
+A window starts just before detected speech, holds up to 30 s of it with long silences left out (faster-whisper's
+VAD mode, planned a window at a time) and ends in a pause (plan_window); quiet runs are raised (gains, leveled);
+times map back to the recording (Window.time); parts cut the recording for batches (parts).
 """
 
 from __future__ import annotations
@@ -35,10 +32,8 @@ from pipeline.tuning import (
 
 @dataclass(frozen=True)
 class Window:
-    """What is decoded as one 30-s window: one or more stretches of the recording, [first, last) frames in order,
-    joined. Between stretches lies a silence of UNHEARD seconds or more with no sound in it, left out but for
-    GAP_KEPT seconds (so whisper still sees a pause): a window holds up to 30 s of speech, not of silence. heard:
-    the voice activity detector found speech in it."""
+    """What is decoded as one 30-s window: stretches of the recording, [first, last) frames in order, joined.
+    Silences of UNHEARD s or more between them are left out but for GAP_KEPT. heard: the detector found speech in it."""
 
     pieces: tuple[tuple[int, int], ...]
     heard: bool = True
@@ -69,9 +64,8 @@ class Window:
         return self.end + frames
 
     def time(self, t: float, end: bool = False) -> float:
-        """A time in the joined audio (seconds, counted from the recording's time at the window's start, as whisper's
-        are) as the recording's time. A time on the seam between two stretches is the later one's start, or with
-        end=True the earlier one's end."""
+        """A time in the joined audio (counted from the window's start, as whisper's are) as the recording's
+        time; on a seam, the later stretch's start (or with end=True the earlier one's end)."""
         offset = t - self.start / FRAMES_PER_SECOND
         for a, b in self.pieces:
             length = (b - a) / FRAMES_PER_SECOND
@@ -81,8 +75,8 @@ class Window:
         return self.end / FRAMES_PER_SECOND + offset
 
     def joined(self, t: float) -> float:
-        """A time in the recording as a time in the joined audio (the inverse of time(); a time in a stretch left
-        out is the next stretch's start), counted from the recording's time at the window's start."""
+        """A recording time as a joined-audio time (the inverse of time(); a left-out time is the next stretch's
+        start)."""
         joined = self.start / FRAMES_PER_SECOND
         for a, b in self.pieces:
             if t <= a / FRAMES_PER_SECOND:
@@ -94,15 +88,14 @@ class Window:
 
     @property
     def seams(self) -> list[tuple[float, float]]:
-        """The silence kept where the window joins two stretches: (start, end) times in the recording, on the
-        earlier stretch's side and on the later one's."""
+        """The silence kept where two stretches join: (start, end) recording times."""
         return [(b / FRAMES_PER_SECOND - GAP_KEPT[0], c / FRAMES_PER_SECOND + GAP_KEPT[1])
                 for (_, b), (c, _) in zip(self.pieces, self.pieces[1:])]  # fmt: skip
 
 
 def parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: int) -> list[tuple[int, int]]:
-    """[first, last) frames of up to n parts of the recording, cut in the longest pause near each even split (by
-    the detected speech; without it, in the quietest second). Each part is MIN_PART seconds or more."""
+    """[first, last) frames of up to n parts of at least MIN_PART s, cut in the longest pause near each even split
+    (without the detector, in the quietest second)."""
     total = content_frames / FRAMES_PER_SECOND
     n = max(1, min(n, int(total // MIN_PART)))
     levels = frame_levels(audio) if speech is None and n > 1 else None
@@ -127,16 +120,10 @@ def parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: i
 def plan_window(speech: SpeechMap, seek: int, content_frames: int) -> Window | None:
     """The next window from `seek`, or None when nothing is left.
 
-    Where the voice activity detector found speech: from just before it, up to 30 s of it, across silences of
-    UNHEARD seconds or more that hold no sound (left out: see Window), ending in a silence with a sound in it, else
-    in the latest pause FILL seconds or more into the window (a sentence's end, a pause of SENTENCE_PAUSE, if there
-    is one), else at 30 s, where whisper's own timestamps decide what is decoded again (as without the detector).
-    A stretch of UNHEARD seconds or more without detected speech is searched for sounds (SpeechMap.sounds): the
-    detector misses whispers, and the first words after a silence. Without any, it is skipped. A sound that runs
-    into the speech after it starts that speech's window; any other sound of SOUND_ALONE seconds or more is a window
-    of its own, tight around it, not heard, where whisper judges it under stricter rules (a shorter one, a breath or
-    a click, is skipped: a window costs a whole encoder pass).
-    """
+    Detected speech: from just before it, up to 30 s of it across silences of UNHEARD s with no sound (left out), ending
+    in a silence with a sound, else the latest pause FILL s into the window (a SENTENCE_PAUSE if any), else at 30 s. A
+    stretch of UNHEARD s without speech is searched for sounds the detector missed: one that runs into the speech starts
+    its window; one of SOUND_ALONE s or more gets a tight window of its own, not heard; shorter ones are skipped."""
     t, total = seek / FRAMES_PER_SECOND, content_frames / FRAMES_PER_SECOND
     onset = speech.next_speech(t)
     if (onset if onset is not None else total) - t >= UNHEARD:
@@ -155,9 +142,7 @@ def plan_window(speech: SpeechMap, seek: int, content_frames: int) -> Window | N
 
 
 def _sounds(speech: SpeechMap, start: float, end: float, onset: float | None) -> list[tuple[float, float]]:
-    """The sounds in [start, end] (SpeechMap.sounds) worth a decode: those of SOUND_ALONE seconds or more, and those
-    that run into the speech at `onset` (its first words, which the detector missed). A shorter one away from
-    speech is a breath or a click: a pause that holds only those is a silence."""
+    """The sounds in [start, end] worth a decode: SOUND_ALONE s or more, or running into the speech at `onset`."""
     return [(a, b) for a, b in speech.sounds(start, end)
             if b - a >= SOUND_ALONE or (onset is not None and onset - b < SOUND_BRIDGE)]  # fmt: skip
 
@@ -183,7 +168,7 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> Window
                 if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
                     return Window(tuple(pieces))
                 if not silent and b - a - PAUSE_TAIL >= UNHEARD:  # ... a window that starts with such a blip:
-                    return Window(((start, _blip_end(speech, a, b, limit, onset)),))  # the blip and its sound, alone
+                    return Window(((start, _blip_end(speech, a, b, limit=limit, onset=onset)),))  # the blip and its sound, alone
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
@@ -211,22 +196,17 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> Window
         return Window((*pieces, (start, max(start + 1, min(frame(end_t), limit)))))
 
 
-def _blip_end(speech: SpeechMap, a: float, b: float, limit: int, onset: float | None) -> int:
-    """Where a window that starts with a blip of detected speech ends: after the sound that runs on from it into the
-    pause (a, b), before the speech at `onset` (None: the pause runs to the end of what is decoded). Whisper, given
-    30 s that a whisper only starts, writes the speech after the whisper and skips the whisper, and the blip alone
-    is too short to be decoded again (MISSED_SPEECH)."""
+def _blip_end(speech: SpeechMap, a: float, b: float, *, limit: int, onset: float | None) -> int:
+    """Where a window that starts with a blip of detected speech ends: after the sound that runs on from it into
+    the pause (a, b), before the speech at `onset`. Given 30 s that a whisper only starts, whisper skips the whisper."""
     sounds = speech.sounds(a, b - LEAD_IN)
     end = _sounds_end(sounds, onset) + SOUND_TAIL if sounds else a + PAUSE_TAIL
     return min(frame(end), limit)
 
 
 def _sounds_end(sounds: list[tuple[float, float]], onset: float | None) -> float:
-    """Where the first of `sounds` ends, or the last of those after it that each start within UNHEARD seconds of
-    the one before (none of them running into the speech at `onset`): after a whisper the detector heard some of,
-    sounds that close together share its window, as speech does across pauses under UNHEARD (one encoder pass, not
-    one per whispered sentence). (A sound the detector heard none of keeps a window of its own: the next sound could
-    be another kind, speech after music.)"""
+    """Where the first of `sounds` ends, or the last of those after it each within UNHEARD s of the one
+    before (not running into `onset`): sounds after a whisper share its window, one encoder pass."""
     end = sounds[0][1]
     for a, b in sounds[1:]:
         if a - end >= UNHEARD or (onset is not None and onset - b < SOUND_BRIDGE):
@@ -236,11 +216,8 @@ def _sounds_end(sounds: list[tuple[float, float]], onset: float | None) -> float
 
 
 def gains(speech: SpeechMap, start: float, end: float) -> list[tuple[float, float, float]]:
-    """(start, end, dB) of the stretches of [start, end] to make louder: each run of speech (between pauses of
-    SENTENCE_PAUSE or more; MISSED_SPEECH seconds of speech or more) LOUDNESS_STEP dB or more under the loudest run,
-    raised to it (by MAX_GAIN at most), from the middle of the pause before it to the middle of the pause after.
-    Given a quiet sentence and a loud one in one window, whisper writes the loud one and skips the quiet one, and
-    skips it again when decoded from its start; alone in a window, or as loud as the rest, it writes it."""
+    """(start, end, dB) of the runs of speech in [start, end] LOUDNESS_STEP dB or more under the loudest, raised to
+    it (MAX_GAIN at most), pause middle to pause middle. whisper skips a quiet sentence beside a loud one."""
     pauses = [(a, b) for a, b in speech.pauses(start, end) if b - a >= SENTENCE_PAUSE]
     bounds = [start, *(x for p in pauses for x in p), end]
     runs = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if speech.speech_in(a, b) >= MISSED_SPEECH]
@@ -271,10 +248,8 @@ def leveled(audio: np.ndarray, window: Window, gains: list[tuple[float, float, f
 
 
 def off_the_seams(seg: Decoded, seams: list[tuple[float, float]]) -> Decoded:
-    """The segment with its start after the silence of a seam when it starts in it: whisper and its word timing place
-    a segment's first words a little early, into the pause before them, and at a seam that pause stands for seconds
-    of silence left out. The words there move to the speech after the seam (spread up to the next word). A word that
-    spans the seam (it would span all the silence left out) starts after it too."""
+    """The segment with its start after a seam's silence when it starts in it: whisper places first words a
+    little early, and at a seam that pause stands for seconds left out. Those words move to the speech after it."""
     words, start = list(seg.words or ()), seg.start
     for before, after in seams:
         if not words:

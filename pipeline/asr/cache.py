@@ -1,0 +1,131 @@
+"""Models loaded once and shared: `load_model` (checkpoint, IR export on first use, compile) and `ModelCache`, which
+keeps the recently used ones for every job; compiled blobs on disk per CPU, precision and thread count."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+
+import openvino as ov
+import torch
+from whisper.timing import dtw as whisper_dtw
+from whisper.timing import dtw_cpu
+
+from pipeline.asr.memory import map_large_buffers
+from pipeline.asr.model import ModelOptions, OVWhisper
+from pipeline.asr.precision import Precision, resolve_precision
+from pipeline.cpu import cpu
+from pipeline.errors import Cancelled
+from pipeline.timings import timed
+
+log = logging.getLogger("subtitle-generator")
+
+
+@timed("model load")
+def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
+    """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
+    # imported here: convert/ imports pipeline.errors, so a module-level import would be circular
+    from convert.checkpoints import resolve_checkpoint
+    from convert.export import ExportOptions, ensure_ir
+
+    map_large_buffers()
+    precision = resolve_precision(options.precision)
+    checkpoint = resolve_checkpoint(options.model)
+    ir_dir = ensure_ir(checkpoint, ExportOptions(weights=precision.weights), progress)
+    progress(f"Loading {checkpoint.description} ({precision.name})")
+    threads = options.threads or cpu().cores
+    model = OVWhisper(ir_dir, precision, threads, compiled_cache_dir(precision, threads))
+    # whisper's word-timing DTW is compiled by numba on first use: pay it here, not in the first job, and once per
+    # machine (numba keeps the compiled function on disk for later processes)
+    dtw_cpu.enable_caching()
+    whisper_dtw(torch.zeros(2, 2))
+    return model
+
+
+def compiled_cache_dir(precision: Precision, threads: int) -> Path:
+    """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
+    the precision hint out (a bf16 compile would load the f32 blob of the same IR and crash), and a blob compiled for
+    one CPU's instruction sets must not be loaded on another: so each gets its own folder, named with its hints."""
+    hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
+    return compiled_dir(f"{precision.name}-{hints}-{threads}t")
+
+
+def compiled_dir(name: str) -> Path:
+    """The folder of compiled blobs `name` (the models, hints and thread count) on this CPU and OpenVINO version."""
+    from convert.export import cache_root
+
+    machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
+    return cache_root() / "compiled" / f"{machine}-{name}"
+
+
+class ModelCache:
+    """Models compiled once and shared by every job (the web app's users), by model and precision. Thread-safe: a
+    model is loaded by the first job that asks for it while jobs on models already loaded go on; compiled models
+    serve concurrent jobs."""
+
+    def __init__(
+        self,
+        options: ModelOptions = ModelOptions(),
+        loaded: dict[tuple[str, str], OVWhisper] | None = None,
+        keep: int = 2,
+    ):
+        self.options = options  # threads; the model and precision come with each request
+        self.keep = keep  # models held at once; the least recently used goes (jobs using it keep their reference)
+        self._models: OrderedDict[tuple[str, str], OVWhisper] = OrderedDict(loaded or {})  # (model, precision)
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def is_loaded(self, model: str, precision: str = "auto") -> bool:
+        return self._key(model, precision) in self._models
+
+    def get(
+        self, model: str, progress=lambda message: None, *, precision: str = "auto", stop: threading.Event | None = None
+    ) -> OVWhisper:
+        """The compiled model, loaded (and exported first, if it is not cached) on first use. With `stop`, a load
+        runs in a thread of its own and the caller gets Cancelled as soon as `stop` is set; the load itself goes on
+        to its end and the model is cached (one load per model at a time, so cancelled jobs cannot stack them)."""
+        if stop is not None and not self.is_loaded(model, precision):
+            loading: Future = Future()
+
+            def load() -> None:
+                try:
+                    loading.set_result(self.get(model, lambda m: None if stop.is_set() else progress(m), precision=precision))
+                except BaseException as e:
+                    loading.set_exception(e)
+
+            threading.Thread(target=load, name=f"load-{model}", daemon=True).start()
+            while True:
+                try:
+                    return loading.result(timeout=0.2)
+                except TimeoutError:
+                    if stop.is_set():
+                        raise Cancelled from None
+        key = self._key(model, precision)
+        with self._guard:
+            if key in self._models:
+                self._models.move_to_end(key)
+                return self._models[key]
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # one load per model; jobs on other models go on meanwhile
+            with self._guard:
+                if key in self._models:  # loaded by another job while this one waited
+                    return self._models[key]
+            started = time.monotonic()
+            log.info("loading model %s at %s (compiled once; exported first if it is not cached)", model, key[1])
+            loaded = load_model(replace(self.options, model=model, precision=key[1]), progress)
+            log.info("model %s at %s ready in %.1f s", model, key[1], time.monotonic() - started)
+            with self._guard:
+                self._models[key] = loaded
+                while len(self._models) > self.keep:
+                    self._models.popitem(last=False)
+            return loaded
+
+    @staticmethod
+    def _key(model: str, precision: str) -> tuple[str, str]:
+        return model, resolve_precision(precision).name  # "auto" is what it means on this CPU

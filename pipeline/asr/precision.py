@@ -1,0 +1,39 @@
+"""The precision a model runs at: how its IR stores weights and how each IR is compiled, chosen for this CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.cpu import CPU, PRECISIONS, auto_precision, cpu
+from pipeline.errors import SubtitleError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Precision:
+    """How one precision is stored and compiled: the IR's weights and each IR's OpenVINO CPU settings."""
+
+    name: str  # f32, bf16, int8
+    weights: str  # the IR's weight storage (convert.export.WEIGHTS)
+    encoder: str  # INFERENCE_PRECISION_HINT of the encoder (compute-bound: 1500 audio positions per window)
+    decoder: str  # ... of the decoder and aligner (memory-bound: a few tokens per step)
+    kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
+
+
+def resolve_precision(name: str, info: CPU | None = None) -> Precision:
+    """`auto` made concrete for this CPU (or `info`), checked against what it can do."""
+    if name not in PRECISIONS:
+        raise SubtitleError(f"Unknown precision {name!r}: use {', '.join(PRECISIONS)}")
+    info = info or cpu()
+    name = auto_precision(info) if name == "auto" else name
+    if name == "f32":  # the reference: token-for-token openai-whisper (tests/test_openvino.py)
+        return Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")
+    if name == "bf16":
+        if not info.has_bf16:
+            raise SubtitleError("This CPU has no bf16 instructions (AVX512-BF16 or AMX): use precision f32 or int8")
+        # the decoder stays f32: in bf16 some sampled decodes gave NaN logits
+        return Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")
+    # int8 weights, computed in f32 around them (the CPU plugin quantizes activations for the matmuls); the encoder
+    # keeps bf16 only on AMX: without AMX, bf16 skips that quantization and is slower (docs/engine.md)
+    return Precision(
+        name="int8", weights="int8", encoder="bf16" if info.has_amx else "f32", decoder="f32", kv_cache="f32"
+    )

@@ -1,0 +1,119 @@
+"""The library path from audio to cues: whisper's segments, the speakers beside them, the cues cut by the rules."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.asr.model import OVWhisper
+from pipeline.asr.results import Segment, Word
+from pipeline.asr.transcribe import TranscribeOptions, transcribe
+from pipeline.jobs.spec import SubtitleResult
+from pipeline.media.audio import MediaInfo, load_audio, require_audio
+from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
+from pipeline.subtitles.cues import CJK_LANGUAGES, Cue, CueRules, cues_from_words, in_time_order
+from pipeline.subtitles.formats import clean_cues
+from pipeline.timings import stage, timed
+
+
+def subtitle_audio(
+    audio: np.ndarray,
+    model: OVWhisper,
+    options: TranscribeOptions = TranscribeOptions(),
+    rules: CueRules | None = CueRules(),
+    on_segment: Callable[[Segment, float], None] | None = None,
+    progress: Callable[[float], None] | None = None,
+    media: MediaInfo | None = None,
+    speakers: TurnOptions | None = None,
+) -> SubtitleResult:
+    """The cues of 16 kHz mono audio: whisper's segments, re-cut by `rules` (None: as whisper gives them) and
+    cleaned. `on_segment(segment, duration)` sees each segment as soon as it is decoded. With `speakers`, each word
+    and cue carries its speaker, and cues are cut where the speaker changes (pipeline/speakers/turns.py)."""
+    if rules is not None:  # cues are cut from timed words
+        options = replace(options, word_timestamps=True)
+    segments, info = transcribe(audio, model, options, progress)
+    turns: Future | None = None
+    stop = threading.Event()  # set when the decoding fails or is cancelled: the turns are not finished for nothing
+    if speakers is not None:  # found while whisper decodes: its decoder leaves part of the cores idle
+        regions = info.speech if info.speech is not None else ((0.0, info.duration),)
+        finder = ThreadPoolExecutor(1, thread_name_prefix="speaker-turns")
+        turns = finder.submit(_turns_beside, audio, regions, model.threads, speakers, stop)
+        finder.shutdown(wait=False)  # (the thread ends with its work)
+    collected = []
+    try:
+        for segment in segments:
+            collected.append(segment)
+            if on_segment is not None:
+                on_segment(segment, info.duration)
+    except BaseException:
+        stop.set()
+        raise
+    if turns is not None:
+        if progress is not None:
+            progress(1.0)
+        with stage("speakers"):  # (what is left of them when the decoding is done)
+            collected = with_speakers(collected, turns.result())
+    if rules is not None:
+        cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
+    else:
+        cues = [Cue(s.start, s.end, s.text, s.words, s.speaker) for s in collected]
+    media = media or MediaInfo(info.duration, True, False)
+    return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media)
+
+
+def subtitle_file(
+    path: Path,
+    model: OVWhisper,
+    options: TranscribeOptions = TranscribeOptions(),
+    on_segment: Callable[[Segment, float], None] | None = None,
+    progress: Callable[[float], None] | None = None,
+    rules: CueRules | None = CueRules(),
+    speakers: TurnOptions | None = None,
+) -> SubtitleResult:
+    """subtitle_audio for one local media file."""
+    media = require_audio(Path(path))
+    return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media, speakers)
+
+
+@timed("speakers beside decoding")
+def _turns_beside(audio: np.ndarray, regions, threads: int, speakers: TurnOptions, stop: threading.Event) -> list[Turn]:
+    """speaker_turns on a thread of its own, the encoder loaded there too (its time shows beside the decoding's);
+    it gives up between two encoder calls once `stop` is set."""
+    return speaker_turns(audio, regions, speaker_encoder(threads), options=speakers, stop=stop)
+
+
+def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:
+    """The segments with each word's speaker, and each segment's (the one that says most of it)."""
+    words = [(w.start, w.end) for seg in segments for w in seg.words or ()]
+    names = speakers_of(turns, words + [(seg.start, seg.end) for seg in segments])  # (one search of the turns)
+    of_words, out = iter(names[: len(words)]), []
+    for seg, name in zip(segments, names[len(words) :]):
+        said = tuple(replace(w, speaker=next(of_words)) for w in seg.words) if seg.words else seg.words
+        out.append(replace(seg, words=said, speaker=name))
+    return out
+
+
+@timed("cues")
+def to_cues(segments: Sequence[Segment], rules: CueRules, cjk: bool) -> list[Cue]:
+    """Whisper's segments re-cut into cues that keep the readability rules (pipeline.subtitles.cues), from their words.
+    A segment without word timings (rare: alignment found none) keeps its own timing and text."""
+    out: list[Cue] = []
+    pending: list[tuple[Word, ...]] = []
+
+    def flush() -> None:
+        out.extend(cues_from_words(in_time_order(pending), rules, cjk))
+        pending.clear()
+
+    for seg in segments:
+        if seg.words:
+            pending.append(seg.words)
+        else:
+            flush()
+            out.append(Cue(seg.start, seg.end, seg.text, seg.words, seg.speaker))
+    flush()
+    return out

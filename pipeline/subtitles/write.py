@@ -1,0 +1,39 @@
+"""One subtitle file in any of our formats: the writers of pipeline/subtitles/formats.py and ass.py behind one name."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipeline.subtitles.ass import DEFAULT_SIZE, Style, ass_file
+from pipeline.subtitles.cues import Cue
+from pipeline.subtitles.formats import Labels, clean_cues, to_json, to_srt, to_txt, to_vtt
+
+FORMATS = ("srt", "vtt", "txt", "json", "ass")
+
+
+def to_format(
+    fmt: str,
+    cues: Sequence[Cue],
+    *,
+    language: str,
+    duration: float,
+    labels: Labels | str = Labels(),
+    style: Style | None = None,
+    size: tuple[int, int] | None = None,
+) -> str:
+    """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show; `style`: the look
+    of an ASS file on a picture of `size` (width, height), and whether words light up (ASS karaoke, WebVTT times)."""
+    if fmt == "srt":
+        return to_srt(cues, duration, labels)
+    if fmt == "vtt":
+        return to_vtt(cues, duration, labels, words=bool(style and style.highlight_words))
+    if fmt == "ass":
+        width, height = size or DEFAULT_SIZE
+        return ass_file(
+            clean_cues(cues, duration), width, height, style=style or Style(), language=language, labels=labels
+        )
+    if fmt == "txt":
+        return to_txt(cues, duration, labels)
+    if fmt == "json":
+        return to_json(cues, language, duration)
+    raise ValueError(f"unknown subtitle format {fmt!r}")
