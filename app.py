@@ -16,51 +16,47 @@ import itertools
 import logging
 import os
 import re
-import shutil
-import tempfile
 import threading
-import time
-from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
-from pipeline import FORMATS, SubtitleError, TranscribeOptions
+from pipeline import SubtitleError, TranscribeOptions
 from pipeline.asr.model import ModelOptions
 from pipeline.asr.precision import resolve_precision
-from pipeline.asr.results import Word
 from pipeline.asr.transcribe import LANGUAGES
-from pipeline.cpu import usable_cores
 from pipeline.errors import OptionError
-from pipeline.files import sweep
 from pipeline.jobs.build import build_spec
-from pipeline.jobs.executors import Executor, add_arguments, executor
-from pipeline.jobs.outputs import write_outputs, zip_outputs
-from pipeline.jobs.spec import CueDecoded, FileFailed, JobResult, JobSpec, Policy, Progress, Source, SourceFound
-from pipeline.media.audio import Limits, hms, probe
+from pipeline.jobs.executors import add_arguments, executor
+from pipeline.jobs.service import (
+    SKIP,
+    STYLE_FIELDS,
+    ServerOptions,
+    Service,
+    Shown,
+    available_memory,
+    core_share,
+    cue_problems,
+    escape_markdown,
+    media_lines,
+    memory_problem,
+    style_fields,
+)
+from pipeline.jobs.spec import JobSpec, Source, SubtitleText
+from pipeline.media.audio import Limits, probe
 from pipeline.media.download import SITES
 from pipeline.media.video import PREVIEW_SECONDS, Style
-from pipeline.subtitles.ass import read_ass, style_of
-from pipeline.subtitles.check import check, parse_srt
-from pipeline.subtitles.cues import Cue, CueRules
-from pipeline.subtitles.formats import Labels, format_timestamp, to_vtt
-from pipeline.subtitles.read import is_ass, parse, read_subtitles
+from pipeline.subtitles.cues import CueRules
 from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 
 log = logging.getLogger("subtitle-generator")
 KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
 HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can close a cancelled job
-# The cue checker runs beside the queue on every edit: one address gets this many checks in CHECK_WINDOW seconds
-# (a person edits a cell a second at most; a script sending more only gets a message)
-CHECKS_PER_WINDOW, CHECK_WINDOW = 20, 10.0
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
-# Word times of the cues the last jobs gave, so that a cue left unchanged in the table keeps them when the files are
-# made again (an edited cue's words are spread over it by length). About 300 bytes a cue: at most ~30 MB.
-MAX_TIMED_CUES = 100_000
 FORMAT_CHOICES = [
     ("SRT", "srt"),
     ("WebVTT", "vtt"),
@@ -162,50 +158,8 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
 DEFAULTS = {f.name: f.default for f in FORM}
 
 
-@dataclass(frozen=True)
-class ServerOptions:
-    limits: Limits = Limits()
-    allow_private_urls: bool = False  # let links point at localhost/LAN (only for a server on a private machine)
-    sites: tuple[str, ...] | None = SITES  # yt-dlp extractors links may use; None: every one yt-dlp has
-    jobs_dir: Path = Path(tempfile.gettempdir()) / "subtitle-generator-jobs"  # per-job working folders, removed after
-    concurrency: int = 1  # jobs working at once (a cancelled job's slot is free only once its work has stopped)
-    queue_size: int = 20  # jobs that may wait for a slot; more are turned away
-    per_client: int = 2  # jobs one client (address) may have working or waiting
-
-
-class SubtitleApp:
-    """Holds the shared models; `subtitle` is one request from the page or the API."""
-
-    def __init__(self, runner: Executor, model_choices: list[tuple[str, str]], options: ServerOptions):
-        self.runner = runner  # in this process, or on a Ray cluster (--ray)
-        # the page offers models by an id, not by where they are on the server: a name stays itself ("base"), a
-        # path becomes its last part ("whisper-small-ct2")
-        self.model_ids: dict[str, str] = {}
-        for _, spec in model_choices:
-            base = Path(spec).name if ("/" in spec or os.sep in spec) else spec
-            name, n = base, 2
-            while name in self.model_ids:
-                name, n = f"{base} ({n})", n + 1
-            self.model_ids[name] = spec
-        ids = {spec: name for name, spec in self.model_ids.items()}
-        self.model_choices = [(label, ids[spec]) for label, spec in model_choices]
-        self.options = options
-        # (client, start ms, end ms, text) -> the cue's measured words, oldest first (MAX_TIMED_CUES at most)
-        self._timed: OrderedDict[tuple, tuple[Word, ...]] = OrderedDict()
-        self.policy = Policy(
-            options.limits,
-            options.allow_private_urls,
-            tuple(spec for _, spec in model_choices),
-            options.sites,
-            # jobs working side by side share the cores: each burn-in encodes with its share
-            threads=core_share(options.concurrency),
-            slots=threading.BoundedSemaphore(options.concurrency),
-            kept_copies=1,  # Gradio's cache keeps a copy of every file a job hands the page, for up to 2 hours
-        )
-        self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
-        self._checks: dict[str, deque[float]] = {}  # when each client's last cue checks came, for CHECKS_PER_MINUTE
-        self._lock = threading.Lock()
-        sweep(options.jobs_dir)  # the job folders of a server that was killed (their names carry its process id)
+class SubtitleApp(Service):
+    """The page's requests, on the shared Service: each a generator of page updates, errors as gr.Error."""
 
     def subtitle(self, client: str = "", **form) -> Iterator[tuple]:
         """One job from the page's form (FORM's names; what is not given is its default), for `client` (its
@@ -216,50 +170,29 @@ class SubtitleApp:
         try:
             model = form.get("model") or self.model_choices[0][1]
             spec = form_to_spec(**{**form, "model": self.model_ids.get(model, model)})
-            self._admit(client)
+            self.admit(client)
             admitted = True
-            yield from self._run(spec, client)
+            yield from map(_page, self.updates(spec, client))
         except SubtitleError as e:
             # the reason stays in the status line (the pop-up goes after a few seconds)
-            yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
+            yield gr.skip(), f"**Error:** {escape_markdown(str(e))}", gr.skip(), gr.skip(), gr.skip()
             raise gr.Error(str(e), print_exception=False) from None
         finally:
             if admitted:
-                with self._lock:
-                    self._clients[client] -= 1
-
-    def _admit(self, client: str) -> None:
-        """Count the job in, or refuse it: one client may have `per_client` jobs working or waiting, and the server
-        `concurrency + queue_size` in all."""
-        o = self.options
-        with self._lock:
-            if self._clients[client] >= o.per_client:
-                raise SubtitleError(
-                    f"You have {self._clients[client]} jobs working or waiting on this server: wait for one to finish"
-                )
-            if sum(self._clients.values()) >= o.concurrency + o.queue_size:
-                raise SubtitleError("The server is busy: try again in a few minutes")
-            self._clients[client] += 1
+                self.release(client)
 
     def apply_edits(self, table, client: str = "", **form) -> Iterator[tuple]:
         """The job again with the cue table as its subtitles (and the form's formats, burn-in and style): nothing is
         transcribed. The table's edits are what the files, the preview and the burned video show."""
-        self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        edited = Path(tempfile.mkdtemp(prefix=f"edits-{os.getpid()}-", dir=self.options.jobs_dir)) / "edited"
         try:
-            try:
-                cells = table_cells(table)
-                if not cells:
-                    raise SubtitleError("There are no cues to make files from: generate the subtitles first")
-                text = self._with_word_times(table_to_subtitles(cells), client)
-                edited = edited.with_suffix(".vtt" if text.startswith("WEBVTT") else ".srt")
-                edited.write_text(text, encoding="utf-8")
-            except SubtitleError as e:
-                yield gr.skip(), f"**Error:** {_escape(str(e))}", gr.skip(), gr.skip(), gr.skip()
-                raise gr.Error(str(e), print_exception=False) from None
-            yield from self.subtitle(client, **{**form, "subtitles": str(edited)})
-        finally:
-            shutil.rmtree(edited.parent, ignore_errors=True)
+            cells = table_cells(table)
+            if not cells:
+                raise SubtitleError("There are no cues to make files from: generate the subtitles first")
+            edited = SubtitleText(self.with_word_times(table_to_subtitles(cells), client), "The edited cues")
+        except SubtitleError as e:
+            yield gr.skip(), f"**Error:** {escape_markdown(str(e))}", gr.skip(), gr.skip(), gr.skip()
+            raise gr.Error(str(e), print_exception=False) from None
+        yield from self.subtitle(client, **{**form, "subtitles": edited})
 
     def rename(self, table, old: str, new: str) -> dict:
         """rename_speaker for the page: a message instead of a traceback."""
@@ -270,16 +203,8 @@ class SubtitleApp:
 
     def check_cues(self, table, client: str = "") -> str:
         """cue_problems for the page, at most CHECKS_PER_WINDOW times in CHECK_WINDOW seconds for one client."""
-        now = time.monotonic()
-        with self._lock:
-            recent = self._checks.setdefault(client, deque())
-            while recent and now - recent[0] > CHECK_WINDOW:
-                recent.popleft()
-            if len(recent) >= CHECKS_PER_WINDOW:
-                return "**Too many checks from your address: wait a few seconds, then edit again**"
-            recent.append(now)
-            for other in [c for c, times in self._checks.items() if now - times[-1] > CHECK_WINDOW]:
-                del self._checks[other]  # (the map holds only the clients of the last CHECK_WINDOW)
+        if not self.allow_check(client):
+            return "**Too many checks from your address: wait a few seconds, then edit again**"
         return cue_problems(table)
 
     def describe(self, files: list[str] | None, seen: list[str] | None = None) -> tuple[list[str], str, list[str]]:
@@ -291,149 +216,16 @@ class SubtitleApp:
             try:
                 sources.append(Source(Path(name).name, Path(name).name, Path(name), probe(Path(name))))
             except SubtitleError as e:
-                return files, f"**Error:** {_escape(str(e))}", files
-        return files, _about(sources), files
-
-    def _remember(self, result: JobResult, client: str) -> None:
-        """Keep the word times of the job's cues (the oldest go past MAX_TIMED_CUES)."""
-        with self._lock:
-            for f in result.files:
-                for cue in f.result.cues:
-                    if cue.words:
-                        key = _cue_key(client, cue)
-                        self._timed[key] = cue.words
-                        self._timed.move_to_end(key)
-            while len(self._timed) > MAX_TIMED_CUES:
-                self._timed.popitem(last=False)
-
-    def _with_word_times(self, text: str, client: str) -> str:
-        """The table's subtitles, as WebVTT with word times when some cues are as one of this client's jobs gave
-        them (same times, same words): those keep their measured word times. Otherwise the text as it is."""
-        cues = parse(text)
-        with self._lock:
-            known = [self._timed.get(_cue_key(client, cue)) for cue in cues]
-        if not any(known):
-            return text
-        cues = [replace(c, words=w) if w else c for c, w in zip(cues, known)]
-        return to_vtt(cues, None, "none", words=True, spread=False)  # (edited cues: no times made up in the file)
-
-    def _run(self, spec: JobSpec, client: str = "") -> Iterator[tuple]:
-        """The job's events as page updates: the status line (stage, %, elapsed, time left) at least every second,
-        the cues in bursts (each update resends the whole table), the results at the end."""
-        self.options.jobs_dir.mkdir(parents=True, exist_ok=True)
-        job_dir = Path(tempfile.mkdtemp(prefix=f"job-{os.getpid()}-", dir=self.options.jobs_dir))
-        several = len(spec.inputs) > 1
-        sources: dict[int, Source] = {}
-        rows: list[list[str]] = []
-        line, last, unseen, finished = "Starting", 0.0, False, False
-        started = time.monotonic()
-        log.info("job %s: %d input(s), model %s", job_dir.name, len(spec.inputs), spec.model.model)
-        events = self.runner.run(spec, job_dir, self.policy, heartbeat=HEARTBEAT)
-        try:
-            yield gr.skip(), status_line(line, 0.0), gr.skip(), gr.skip(), gr.skip()
-            for event in events:
-                if isinstance(event, Progress):
-                    line = event.line()
-                elif isinstance(event, SourceFound):
-                    sources[event.index] = event.source
-                    unseen = True
-                elif isinstance(event, CueDecoded):
-                    name = [sources[event.index].title] if several else []
-                    rows.append([*name, _time(event.cue.start), _time(event.cue.end), "", event.cue.text.strip()])
-                    unseen = True
-                elif isinstance(event, FileFailed):
-                    log.info("job %s: %s failed: %s", job_dir.name, event.name, event.message)
-                elif isinstance(event, JobResult):
-                    took = time.monotonic() - started
-                    if not event.files:
-                        raise SubtitleError(event.failed[0].message)
-                    log.info("job %s: done in %.1f s (%d failed)", job_dir.name, took, len(event.failed))
-                    self._remember(event, client)
-                    final = self._final(event, job_dir, several, took, spec.shown_labels)
-                    # Gradio reads the last yield's files again after the generator returns, then serves its copies
-                    timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
-                    timer.daemon = True
-                    timer.start()
-                    finished = True
-                    yield final
-                    return
-                # (a closed page can stop this generator only at a yield: run_job's heartbeat brings one each second)
-                # cues come in bursts (a 30-second window at a time): a burst is shown once the progress after it comes
-                burst_over = unseen and isinstance(event, Progress)
-                if burst_over or time.monotonic() - last >= UPDATE_EVERY:
-                    last = time.monotonic()
-                    status = status_line(line, last - started)
-                    if unseen:
-                        unseen = False
-                        yield _about(list(sources.values())), status, cue_table(rows, several), gr.skip(), gr.skip()
-                    else:
-                        yield gr.skip(), status, gr.skip(), gr.skip(), gr.skip()
-        except SubtitleError:
-            log.info("job %s: failed after %.1f s", job_dir.name, time.monotonic() - started)
-            raise
-        except Exception as e:
-            log.error("job %s failed", job_dir.name, exc_info=e)
-            raise SubtitleError("Something went wrong on the server; it is in the server's log. Try again") from None
-        finally:
-            # A job still running stops at its next event, or at once in ffmpeg; closing returns when the work has
-            # stopped, and a failed or cancelled job's folder goes then. That happens beside the page's request, so
-            # Cancel answers at once (the job's slot stays taken until its work has stopped).
-            def close() -> None:
-                events.close()
-                if not finished:
-                    shutil.rmtree(job_dir, ignore_errors=True)
-
-            threading.Thread(target=close, name="subtitle-job-close").start()
-
-    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float, labels: Labels) -> tuple:
-        first = result.files[0]
-        languages = [LANGUAGES.get(f.result.info.language, "").title() for f in result.files]  # ("und": given cues)
-        about = _about([f.source for f in result.files], languages)
-        # Only files our ffmpeg wrote reach the player: never an upload or a download, which Gradio would hand to the
-        # system's ffmpeg when it judges them unplayable (with no whitelist, no timeout, outside the job's slot)
-        if first.burned is not None:  # the burned-in video is the preview (a track on top would draw the text twice)
-            preview = gr.Video(value=str(first.burned), subtitles=None)
-        elif first.preview is not None:
-            vtt = write_outputs(first.result, ["vtt"], job_dir / "preview", "preview", labels)[0]
-            preview = gr.Video(value=str(first.preview), subtitles=str(vtt))
-        else:
-            preview = None
-        audio = sum(f.result.info.duration for f in result.files)
-        status = f"Done: {hms(audio)} of audio in {hms(took)}."
-        if result.failed:
-            status += " Failed: " + "; ".join(f.message for f in result.failed)
-        rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding
-            [*([f.source.title] if several else []), _time(c.start), _time(c.end), c.speaker or "",
-             c.text.replace("\n", " / ")]
-            for f in result.files
-            for c in f.result.cues
-        ]  # fmt: skip
-        outputs = [p for f in result.files for p in f.outputs]
-        subtitles = [p for p in outputs if p.suffix.lstrip(".") in FORMATS]  # (the videos are not zipped again)
-        several_files = len(result.files) > 1 or several
-        downloads = (
-            [zip_outputs(subtitles, job_dir), *(p for p in outputs if p not in subtitles)] if several_files else outputs
-        )
-        return about, status, cue_table(rows, several), preview, [str(p) for p in downloads]
+                return files, f"**Error:** {escape_markdown(str(e))}", files
+        return files, media_lines(sources), files
 
 
-STYLE_FIELDS = ("font_size", "position", "text_colour", "outline_colour", "box", "margin", "highlight_words",
-                "highlight_colour")  # fmt: skip
-
-
-def style_fields(path: str | None) -> dict[str, Any]:
-    """The page's style fields (STYLE_FIELDS, in the page's units) from an ASS file's Default style
-    (pipeline.subtitles.ass.style_of); empty for another file, or one that cannot be read (the job says why)."""
-    try:
-        text = read_subtitles(Path(path)) if path else ""
-        if not is_ass(text):
-            return {}
-        style = style_of(read_ass(text, Path(path).name)[1])
-    except SubtitleError:
-        return {}
-    values = {name: getattr(style, name) for name in STYLE_FIELDS}
-    # (in the page's steps: 0.5 % of text size, 1 % of margin)
-    return values | {"font_size": round(200 * style.font_size) / 2, "margin": round(100 * (style.margin or 0))}
+def _page(update: tuple) -> tuple:
+    """A Service update as Gradio's: SKIP as gr.skip(), the preview as a video with its subtitle track."""
+    shown = update[3]
+    if isinstance(shown, Shown):
+        shown = gr.Video(value=str(shown.video), subtitles=shown.subtitles and str(shown.subtitles))
+    return tuple(gr.skip() if part is SKIP else part for part in (*update[:3], shown, *update[4:]))
 
 
 def form_to_spec(**form) -> JobSpec:
@@ -458,45 +250,9 @@ def form_to_spec(**form) -> JobSpec:
     return build_spec(
         **f | converted,
         inputs=(*(Path(name) for name in files), *([url] if url else [])),
-        subtitles=Path(subtitles) if subtitles else None,
+        subtitles=Path(subtitles) if isinstance(subtitles, str) and subtitles else subtitles or None,
         preview=True,  # the page plays the video with its subtitles
     )
-
-
-def status_line(line: str, elapsed: float) -> str:
-    """The page's one progress line: the job's own (stage · % · time left) and the time since it started."""
-    return f"{_escape(line)} · {hms(elapsed)} elapsed"
-
-
-def cue_problems(table) -> str:
-    """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does. The
-    work is linear in the table, which cues_to_srt bounds."""
-    try:
-        cells = table_cells(table)
-        if not cells:
-            return ""
-        problems = check(parse_srt(table_to_subtitles(cells)))
-    except SubtitleError as e:
-        return f"**{_escape(str(e))}**"
-    lines = [f"- cue {p.index}: {p.rule}: {_escape(p.detail)}" for p in problems]
-    return (
-        ("**Breaks the readability rules:**\n" + "\n".join(lines)) if lines else "All cues pass the readability rules."
-    )
-
-
-def _about(sources: list[Source], languages: list[str] = ()) -> str:
-    """One line per input: title · duration · language (once known)."""
-    lines = []
-    for i, s in enumerate(sources):
-        facts = [hms(s.duration)] if s.duration else []
-        facts += [languages[i]] if i < len(languages) and languages[i] else []
-        lines.append(" · ".join([f"**{_escape(s.title)}**", *facts]))
-    return "\n\n".join(lines)
-
-
-def _cue_key(client: str, cue: Cue) -> tuple:
-    """A cue as the cue table shows it (times to the millisecond, text without its line breaks), for one client."""
-    return client, round(cue.start * 1000), round(cue.end * 1000), " ".join(cue.text.split())
 
 
 def _hex(colour: str) -> str:
@@ -504,15 +260,6 @@ def _hex(colour: str) -> str:
     if m := re.match(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)", colour or ""):
         return "#" + "".join(f"{round(float(v)):02X}" for v in m.groups())
     return colour
-
-
-def _escape(text: str) -> str:
-    """Titles come from files and web pages: show them as text, never as Markdown or HTML."""
-    return "".join("\\" + c if c in "\\`*_[]<>!|~" else c for c in text)
-
-
-def _time(seconds: float) -> str:
-    return format_timestamp(seconds, ".")
 
 
 def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = ()) -> Callable[..., Iterator[tuple]]:
@@ -605,35 +352,6 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
     return demo
 
 
-# Memory a job takes beyond the shared model, from the speed benchmark's hour (1.53 GB peak with 0.45 GB of libraries
-# and model): about 1.1 GB per hour of audio (its samples, mel windows, decoder caches), plus 0.25 GB of working room.
-JOB_BASE_BYTES, JOB_BYTES_PER_HOUR = 0.25e9, 1.1e9
-
-
-def memory_problem(concurrency: int, max_duration: float, available: float) -> str | None:
-    """Why --concurrency jobs of --max-duration seconds would not fit in `available` bytes; None when they do."""
-    need = 0.5e9 + concurrency * (JOB_BASE_BYTES + JOB_BYTES_PER_HOUR * max_duration / 3600)
-    if need <= available:
-        return None
-    return (
-        f"--concurrency {concurrency} with --max-duration {max_duration / 60:.0f} needs about {need / 1e9:.1f} GB of "
-        f"memory; this machine has {available / 1e9:.1f} GB available: lower one of them"
-    )
-
-
-def core_share(concurrency: int) -> int:
-    """Threads for each of `concurrency` jobs working side by side (0: one job, every core)."""
-    return 0 if concurrency == 1 else max(1, usable_cores() // concurrency)
-
-
-def _available_memory() -> float:
-    try:
-        with open("/proc/meminfo") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration):
-        return float("inf")
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Subtitle generator web app (Gradio).", formatter_class=argparse.ArgumentDefaultsHelpFormatter
@@ -696,9 +414,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.workers is not None and (args.ray is None or args.workers < 1):
         raise SystemExit("error: --workers is a number of Ray workers, 1 or more, and goes with --ray")
     concurrency = args.concurrency or 1
-    if args.ray is None and (problem := memory_problem(concurrency, args.max_duration * 60, _available_memory())):
+    if args.ray is None and (problem := memory_problem(concurrency, args.max_duration * 60, available_memory())):
         raise SystemExit(f"error: {problem}")
-    # jobs working side by side share the cores instead of each asking OpenVINO for all of them
     threads = core_share(concurrency)
     try:
         runner = executor(args.ray, args.workers, ModelOptions(threads=threads))
@@ -717,8 +434,7 @@ def main(argv: list[str] | None = None) -> None:
     app = SubtitleApp(runner, choices, options)
     # compile the default model while the page loads, so the first job does not wait for it
     threading.Thread(target=runner.prepare, args=(choices[0][1],), daemon=True).start()
-    # Every admitted job enters at once and waits for one of the --concurrency slots inside (SubtitleApp._admit
-    # counts them per client; a cancelled job's slot frees only when its work has stopped)
+    # every admitted job enters at once and waits inside for one of the --concurrency slots (Service.admit)
     limit = concurrency + args.queue_size
     build_ui(app).queue(default_concurrency_limit=limit, max_size=limit).launch(
         server_name=args.host,

@@ -40,7 +40,7 @@ def main() -> None:
                 from faster_whisper import BatchedInferencePipeline
 
                 pipeline = BatchedInferencePipeline(model)
-                segments, _ = pipeline.asr.transcribe(audio, language="en", beam_size=int(beam_size), batch_size=batch)
+                segments, _ = pipeline.transcribe(audio, language="en", beam_size=int(beam_size), batch_size=batch)
             else:
                 segments, _ = model.transcribe(audio, language="en", beam_size=int(beam_size))
             for s in segments:  # lazy: each segment as it is decoded

@@ -55,14 +55,18 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
     if path.is_file():
         if path.suffix == ".bin":
             return _ct2_checkpoint([path], path.with_name("config.json"), description=str(path))
-        return Checkpoint(identity=_file_identity([path], path.stem), description=str(path), load=lambda: _load_pt(path))
+        return Checkpoint(
+            identity=_file_identity([path], path.stem), description=str(path), load=lambda: _load_pt(path)
+        )
     if spec == DEFAULT_MODEL and _embedded_parts() is not None:
         parts, config = _embedded_parts()
         return _ct2_checkpoint(parts, config, description="Whisper base (embedded)")
     if spec in whisper.available_models():
         # The checkpoint's sha256 is part of openai-whisper's download URL: a free, exact identity.
         sha = whisper._MODELS[spec].split("/")[-2]
-        return Checkpoint(identity=f"openai-{spec}-{sha[:16]}", description=f"Whisper {spec}", load=lambda: _load_openai(spec))
+        return Checkpoint(
+            identity=f"openai-{spec}-{sha[:16]}", description=f"Whisper {spec}", load=lambda: _load_openai(spec)
+        )
     raise SubtitleError(
         f"Unknown model {spec!r}: use one of {', '.join(whisper.available_models())}, "
         "a .pt checkpoint, or a faster-whisper model directory"
@@ -143,7 +147,9 @@ def _embedded_parts() -> tuple[list[Path], Path] | None:
 
 
 def _ct2_checkpoint(parts: list[Path], config: Path, description: str) -> Checkpoint:
-    return Checkpoint(identity=_file_identity(parts, description), description=description, load=lambda: load_ct2(parts, config))
+    return Checkpoint(
+        identity=_file_identity(parts, description), description=description, load=lambda: load_ct2(parts, config)
+    )
 
 
 def _file_identity(paths: list[Path], description: str | None = None) -> str:

@@ -120,7 +120,12 @@ def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
         next(run_job(JobSpec(inputs=(CLIP,) * 3), tmp_path / "out", models, Policy(Limits(max_files=2))))
     with pytest.raises(OptionError, match=r"^Unknown model 'small': choose one of the list$"):
         next(
-            run_job(JobSpec(inputs=(CLIP,), model=replace_model("small")), tmp_path / "out", models, Policy(models=("base",)))
+            run_job(
+                JobSpec(inputs=(CLIP,), model=replace_model("small")),
+                tmp_path / "out",
+                models,
+                Policy(models=("base",)),
+            )
         )
     assert not models.is_loaded("base") and not (tmp_path / "out").exists()
 
@@ -148,7 +153,9 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
     (tmp_path / "notes.mp4").write_text("not a video")
     models = ModelCache(loaded={("base", "f32"): ov_model})
     spec = JobSpec(
-        inputs=(a / "talk.mp4", tmp_path / "notes.mp4", b / "talk.mp4"), model=replace_model_f32(), formats=("srt", "txt")
+        inputs=(a / "talk.mp4", tmp_path / "notes.mp4", b / "talk.mp4"),
+        model=replace_model_f32(),
+        formats=("srt", "txt"),
     )
     out = tmp_path / "out"
     old = os.umask(0o022)

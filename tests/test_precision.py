@@ -24,8 +24,16 @@ OLD = {"sse4_2"}
 @pytest.mark.parametrize(
     "flags, name, expected",
     [
-        (SAPPHIRE_RAPIDS, "auto", Precision(name="int8", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32")),
-        (ZEN5, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),  # bf16 without AMX: slower than int8
+        (
+            SAPPHIRE_RAPIDS,
+            "auto",
+            Precision(name="int8", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32"),
+        ),
+        (
+            ZEN5,
+            "auto",
+            Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32"),
+        ),  # bf16 without AMX: slower than int8
         (ICELAKE, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
         (ALDERLAKE, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
         (HASWELL, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),

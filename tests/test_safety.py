@@ -396,7 +396,10 @@ def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
     from pipeline.media.audio import MediaInfo
     from pipeline.media.video import BurnOptions
 
-    spec, media = JobSpec(inputs=(Path("x.mp4"),), burn=BurnOptions()), MediaInfo(10, True, True, "h264", "aac", 640, 360)
+    spec, media = (
+        JobSpec(inputs=(Path("x.mp4"),), burn=BurnOptions()),
+        MediaInfo(10, True, True, "h264", "aac", 640, 360),
+    )
     need = video_bytes(spec, 10**6, media)
     policy = Policy(Limits(max_job_bytes=int(1.5 * need)), kept_copies=kept)
     if kept:
@@ -460,6 +463,7 @@ def test_the_cue_checker_is_bounded_and_rate_limited_per_address(tmp_path):
     """The checker runs beside the queue: a hostile cell is refused in linear time, and one address gets
     CHECKS_PER_WINDOW checks a window; another address is not held up by it."""
     import app
+    from pipeline.jobs import service
     from pipeline.jobs.executors import InProcess
 
     subtitler = app.SubtitleApp(InProcess(ModelCache()), [("base", "base")], app.ServerOptions(jobs_dir=tmp_path))
@@ -469,7 +473,7 @@ def test_the_cue_checker_is_bounded_and_rate_limited_per_address(tmp_path):
     many = {"data": [["00:00:01.000", "00:00:02.000", "<a" * 400]] * 2000}
     assert "Breaks the readability rules" in subtitler.check_cues(many, "1.2.3.4")
     assert time.monotonic() - started < 2.0
-    for _ in range(app.CHECKS_PER_WINDOW - 2):
+    for _ in range(service.CHECKS_PER_WINDOW - 2):
         assert subtitler.check_cues({"data": [["00:00:01.000", "00:00:02.000", "Hi"]]}, "1.2.3.4")
     assert subtitler.check_cues(hostile, "1.2.3.4").startswith("**Too many checks from your address")
     assert subtitler.check_cues(hostile, "5.6.7.8").startswith("**Cue 1 has more than")

@@ -95,7 +95,9 @@ class ModelCache:
 
             def load() -> None:
                 try:
-                    loading.set_result(self.get(model, lambda m: None if stop.is_set() else progress(m), precision=precision))
+                    loading.set_result(
+                        self.get(model, lambda m: None if stop.is_set() else progress(m), precision=precision)
+                    )
                 except BaseException as e:
                     loading.set_exception(e)
 

@@ -75,9 +75,13 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
         request, result, base = requests[i], results[i], requests[i].options
         if echoes(result.tokens, base.prompt, eot):
             base = replace(base, prompt=None)  # (and for the fallback below)
-            result = decode_with_fallback(model, mels[i], base=base, options=options, temperatures=options.temperatures[:1])
+            result = decode_with_fallback(
+                model, mels[i], base=base, options=options, temperatures=options.temperatures[:1]
+            )
         if needs_fallback(result, options):
-            result = decode_with_fallback(model, mels[i], base=base, options=options, temperatures=options.temperatures[1:])
+            result = decode_with_fallback(
+                model, mels[i], base=base, options=options, temperatures=options.temperatures[1:]
+            )
         if is_silence(result, options) or (not request.heard and not sure(result)):
             result = None
         results[i] = result
@@ -104,7 +108,12 @@ def echoes(tokens: list[int], prompt, eot: int) -> bool:
 
 
 def decode_with_fallback(
-    model: OVWhisper, mel: torch.Tensor, *, base: DecodingOptions, options, temperatures: tuple[float, ...] | None = None
+    model: OVWhisper,
+    mel: torch.Tensor,
+    *,
+    base: DecodingOptions,
+    options,
+    temperatures: tuple[float, ...] | None = None,
 ) -> DecodingResult:
     """Decode at the lowest temperature whose result passes the quality thresholds (as whisper.transcribe does)."""
     result = None

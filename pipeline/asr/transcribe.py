@@ -135,7 +135,9 @@ def transcribe(
         language_probs=probs,
         speech=regions,
     )
-    return _segments(audio, content_frames, model, language=language, options=options, speech=speech, progress=progress), info
+    return _segments(
+        audio, content_frames, model, language=language, options=options, speech=speech, progress=progress
+    ), info
 
 
 def window_audio(audio: np.ndarray, window: Window, speech: SpeechMap | None) -> np.ndarray | None:

@@ -168,7 +168,9 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> Window
                 if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
                     return Window(tuple(pieces))
                 if not silent and b - a - PAUSE_TAIL >= UNHEARD:  # ... a window that starts with such a blip:
-                    return Window(((start, _blip_end(speech, a, b, limit=limit, onset=onset)),))  # the blip and its sound, alone
+                    return Window(
+                        ((start, _blip_end(speech, a, b, limit=limit, onset=onset)),)
+                    )  # the blip and its sound, alone
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
