@@ -7,7 +7,7 @@ Two recordings are built from the real English speech of ../shared/eval:
 - continuous: the read-speech clips (LibriVox, LibriSpeech, LJ Speech) joined with no gap, as an audiobook chapter;
 - pauses: every English clip but the three 53-s sonnets, in an order drawn from --seed, with pauses of 0.2-3 s
   between them and one silence of 30-60 s at a drawn place (speech right after a long silence).
-Keep the seeds the tests use (tests/test_longform.py) out of this benchmark's runs: the default seed is not one.
+Keep the seeds the tests use (tests/asr/test_longform.py) out of this benchmark's runs: the default seed is not one.
 
 Each engine runs as its own process: ours is `python -m pipeline REC.wav` (defaults, greedy, each precision);
 faster-whisper (int8 greedy, int8 beam 5, f32 beam 5, and its BatchedInferencePipeline at int8 with batches of 8

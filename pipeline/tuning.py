@@ -132,8 +132,18 @@ TURN_MAX_CLUSTERED = 3000
 # s between two speakers' cue starts that share one dialogue cue. Larger: answers show early; smaller: cues flash by.
 DIALOGUE_LEAD = 2.5
 
-_W, _R, _S, _D = "tests/test_windows.py", "tests/test_redecode.py", "tests/test_snap.py", "tests/test_decoding.py"
-_V, _C, _T, _L = "tests/test_vad.py", "tests/test_segment.py", "tests/test_turns.py", "tests/test_longform.py"
+_W, _R, _S, _D = (
+    "tests/asr/test_windows.py",
+    "tests/asr/test_redecode.py",
+    "tests/asr/test_snap.py",
+    "tests/asr/test_decoding.py",
+)
+_V, _C, _T, _L = (
+    "tests/asr/test_vad.py",
+    "tests/subtitles/test_cues.py",
+    "tests/speakers/test_turns.py",
+    "tests/asr/test_longform.py",
+)
 
 # The tests that fail when a value moves by about a third (or, where none does, that bound it).
 PINNED_BY: dict[str, tuple[str, ...]] = {
@@ -200,5 +210,5 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "TURN_MIN_RUN": (f"{_T}::test_merge_short_runs",),
     "TURN_MIN_SHARE": (f"{_T}::test_cluster",),
     "TURN_MAX_CLUSTERED": (f"{_T}::test_cluster_of_a_long_recording_is_bounded",),
-    "DIALOGUE_LEAD": ("tests/test_speaker_cues.py::test_shown",),
+    "DIALOGUE_LEAD": ("tests/speakers/test_speaker_cues.py::test_shown",),
 }

@@ -22,6 +22,8 @@ import pytest
 from whisper.normalizers import EnglishTextNormalizer
 
 DATA = Path(__file__).parent / "data"
+# tests mirror pipeline/'s folders; a test module may borrow another's helpers by name (`from test_video import ocr`)
+sys.path[:0] = [str(p) for p in sorted(Path(__file__).parent.iterdir()) if p.is_dir() and p.name != "data"]
 ENGLISH = ["en_ls_2412-153948-0000", "en_ljs_LJ001-0001", "en_librivox_sas01_0870", "en_ls_61-70968-0000"]
 SPANISH = "es_mls_13697_11991_000000"
 LONG = "en_librivox_sonnet001"  # 53 s: two 30-second windows

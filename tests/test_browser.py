@@ -155,7 +155,7 @@ def test_cancel_stops_the_job(page, app_server, tmp_path):
 def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
     """Fix a cue's text in the table, ask for a burned-in preview, make the files again: the SRT and the burned
     picture carry the new text, nothing is transcribed again, and the rule checker speaks as the cue is edited."""
-    from test_render import frame, ocr, words
+    from test_video import frame, ocr, words
 
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
     page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
@@ -235,7 +235,7 @@ def test_rename_a_speaker_then_burn_and_read_the_name_back(page, audio, tmp_path
     Alice."""
     import numpy as np
     from conftest import ffmpeg
-    from test_render import frame, ocr, words
+    from test_video import frame, ocr, words
 
     samples = np.concatenate([audio("en_ljs_LJ001-0001"), np.zeros(8000, np.float32), audio("en_jfk")])
     wav = tmp_path / "two.wav"

@@ -2,7 +2,7 @@
 
 whisper's BeamSearchDecoder.update and ApplyTimestampRules.apply loop over rows in Python (docs/engine.md gives the
 cost). These subclasses compute the same values in the same float32 order, so every decode gives the same tokens
-(tests/test_rules.py compares them with whisper's).
+(tests/asr/test_batched.py compares them with whisper's).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ def resolve_precision(name: str, info: CPU | None = None) -> Precision:
         raise SubtitleError(f"Unknown precision {name!r}: use {', '.join(PRECISIONS)}")
     info = info or cpu()
     name = auto_precision(info) if name == "auto" else name
-    if name == "f32":  # the reference: token-for-token openai-whisper (tests/test_openvino.py)
+    if name == "f32":  # the reference: token-for-token openai-whisper (tests/asr/test_openvino.py)
         return Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")
     if name == "bf16":
         if not info.has_bf16:

@@ -27,7 +27,7 @@ from pipeline.jobs.spec import CueDecoded, FileDone, JobResult, JobSpec, Progres
 
 pytestmark = pytest.mark.slow  # real speech through real models, on Ray
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BATCH = JobSpec(inputs=tuple(clip_path(c) for c in ENGLISH))  # 4 clips
 
 

@@ -23,7 +23,7 @@ from pipeline.media.audio import Limits
 from pipeline.media.video import BurnOptions, Style
 
 CLIP = Path("clip.mp4")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -213,7 +213,7 @@ def test_cli_burns_and_muxes_existing_subtitles_without_transcribing(tmp_path):
     """--subtitles FILE: the cues come from the file, nobody transcribes (no model cache is even made), and the
     burned frame reads back the file's text."""
     from conftest import speech_video
-    from test_render import TESSERACT, frame, ocr, words
+    from test_video import TESSERACT, frame, ocr, words
 
     from pipeline.media.audio import probe
 

@@ -11,7 +11,7 @@ import pytest
 from pipeline.subtitles.check import check, parse_srt, summary
 from pipeline.subtitles.cues import Cue, CueRules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
