@@ -49,7 +49,8 @@ from pipeline.jobs.service import (
 from pipeline.jobs.spec import JobSpec, Source, SubtitleText
 from pipeline.media.audio import Limits, probe
 from pipeline.media.download import SITES
-from pipeline.media.video import PREVIEW_SECONDS, Style
+from pipeline.media.video import PREVIEW_SECONDS
+from pipeline.subtitles.ass import Style
 from pipeline.subtitles.cues import CueRules
 from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 

@@ -33,7 +33,7 @@ from pipeline.jobs.spec import (
     SourceFound,
 )
 from pipeline.media.audio import hms, media_files
-from pipeline.media.video import Style
+from pipeline.subtitles.ass import Style
 from pipeline.subtitles.cues import CueRules
 from pipeline.subtitles.formats import LABELS, format_timestamp
 from pipeline.subtitles.write import FORMATS
