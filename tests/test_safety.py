@@ -524,11 +524,12 @@ def test_long_titles_make_names_the_file_system_takes(title, tmp_path):
 ROOT = Path(__file__).resolve().parent.parent
 EXPORT = """
 import sys
+sys.path.insert(0, "{convert_tests}")
 from convert.checkpoints import resolve_checkpoint
 from convert.export import ensure_ir
 from test_checkpoints import tiny_en_dir
 print(ensure_ir(resolve_checkpoint(str(tiny_en_dir()))), flush=True)
-"""
+""".replace("{convert_tests}", str(ROOT / "tests" / "convert"))
 
 
 @pytest.mark.slow
