@@ -2,9 +2,8 @@
 
     python app.py [--host 127.0.0.1] [--port 7860] [--model base] [--concurrency 1] ...   (--help lists all)
 
-The UI knows nothing about models or ffmpeg: `build_ui(app)` wraps `SubtitleApp.subtitle`, a generator that runs
-a job on its executor (pipeline.jobs.executors: in this process, or on a Ray cluster with --ray) and turns its progress,
-sources and cues into page updates. The same function is the API endpoint `/subtitle` (see the README for a gradio_client example).
+The UI knows nothing about models or ffmpeg: `build_ui(app)` wraps `SubtitleApp.subtitle`, which runs a job through
+pipeline.jobs.service and shows its updates; it is also the API endpoint `/subtitle` (README: a gradio_client example).
 """
 
 from __future__ import annotations
@@ -54,10 +53,6 @@ from pipeline.subtitles.ass import Style
 from pipeline.subtitles.cues import CueRules
 from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
 
-log = logging.getLogger("subtitle-generator")
-KEEP_OUTPUTS = 300  # seconds a finished job's folder stays: Gradio copies outputs to its cache after the last yield
-HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can close a cancelled job
-UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
 FORMAT_CHOICES = [
     ("SRT", "srt"),
     ("WebVTT", "vtt"),
@@ -175,9 +170,7 @@ class SubtitleApp(Service):
             admitted = True
             yield from map(_page, self.updates(spec, client))
         except SubtitleError as e:
-            # the reason stays in the status line (the pop-up goes after a few seconds)
-            yield gr.skip(), f"**Error:** {escape_markdown(str(e))}", gr.skip(), gr.skip(), gr.skip()
-            raise gr.Error(str(e), print_exception=False) from None
+            yield from _fail(e)
         finally:
             if admitted:
                 self.release(client)
@@ -191,8 +184,7 @@ class SubtitleApp(Service):
                 raise SubtitleError("There are no cues to make files from: generate the subtitles first")
             edited = SubtitleText(self.with_word_times(table_to_subtitles(cells), client), "The edited cues")
         except SubtitleError as e:
-            yield gr.skip(), f"**Error:** {escape_markdown(str(e))}", gr.skip(), gr.skip(), gr.skip()
-            raise gr.Error(str(e), print_exception=False) from None
+            yield from _fail(e)
         yield from self.subtitle(client, **{**form, "subtitles": edited})
 
     def rename(self, table, old: str, new: str) -> dict:
@@ -221,6 +213,12 @@ class SubtitleApp(Service):
         return files, media_lines(sources), files
 
 
+def _fail(error: SubtitleError) -> Iterator[tuple]:
+    """The reason in the status line, where it stays (the pop-up goes after a few seconds), then the pop-up."""
+    yield gr.skip(), f"**Error:** {escape_markdown(str(error))}", gr.skip(), gr.skip(), gr.skip()
+    raise gr.Error(str(error), print_exception=False) from None
+
+
 def _page(update: tuple) -> tuple:
     """A Service update as Gradio's: SKIP as gr.skip(), the preview as a video with its subtitle track."""
     shown = update[3]
@@ -239,15 +237,10 @@ def form_to_spec(**form) -> JobSpec:
     f = {**DEFAULTS, **{k: v for k, v in form.items() if v is not None}}
     url = (f.pop("url") or "").strip()
     files, subtitles = f.pop("files") or [], f.pop("subtitles")
-    converted = {k: _hex(f[k]) for k in ("text_colour", "outline_colour", "highlight_colour")} | {
-        "beam_size": int(f["beam_size"]),
-        "batch_size": int(f["batch_size"]),
-        "max_line_chars": int(f["max_line_chars"]),
-        "max_cps": float(f["max_cps"]),
-        "formats": f["formats"] or ("srt",),
-        "font_size": float(f["font_size"]) / 100,  # (a % on the page)
-        "margin": float(f["margin"]) / 100 if f["margin"] else None,
-    }
+    converted = {k: _hex(f[k]) for k in ("text_colour", "outline_colour", "highlight_colour")}
+    converted |= {k: int(f[k]) for k in ("beam_size", "batch_size", "max_line_chars")}
+    percent = {"font_size": float(f["font_size"]) / 100, "margin": float(f["margin"] or 0) / 100 or None}
+    converted |= percent | {"max_cps": float(f["max_cps"]), "formats": f["formats"] or ("srt",)}
     return build_spec(
         **f | converted,
         inputs=(*(Path(name) for name in files), *([url] if url else [])),
@@ -425,8 +418,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.ray is not None and args.concurrency is None:
         concurrency = len(runner.workers)
     options = ServerOptions(
-        Limits(int(args.max_file_size * 1e6), args.max_duration * 60, max_job_bytes=int(args.max_job_size * 1e6)),
-        args.allow_private_urls,
+        limits=Limits(
+            max_bytes=int(args.max_file_size * 1e6),
+            max_duration=args.max_duration * 60,
+            max_job_bytes=int(args.max_job_size * 1e6),
+        ),
+        allow_private_urls=args.allow_private_urls,
         sites=None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip()),
         concurrency=concurrency,
         queue_size=args.queue_size,

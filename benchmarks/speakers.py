@@ -543,10 +543,12 @@ def print_cues(recs: list[Recording], threads: int) -> None:
     from pipeline.subtitles.cues import CueRules
 
     model = load_model(ModelOptions(threads=threads))
-    subtitle_audio(np.zeros(SAMPLE_RATE, np.float32), model, TranscribeOptions(language=None), CueRules())  # warm
+    subtitle_audio(np.zeros(SAMPLE_RATE, np.float32), model, TranscribeOptions(language=None), rules=CueRules())  # warm
     rows, wall, processor = [], time.perf_counter(), time.process_time()
     for rec in recs:
-        result = subtitle_audio(rec.audio, model, TranscribeOptions(language=None), CueRules(), speakers=TurnOptions())
+        result = subtitle_audio(
+            rec.audio, model, TranscribeOptions(language=None), rules=CueRules(), speakers=TurnOptions()
+        )
         rows.append((rec.name, result.info.language, cue_check(rec, result.cues)))
     wall, processor = time.perf_counter() - wall, time.process_time() - processor
     rows.append(("all", "", sum((got for _, _, got in rows), Counter())))

@@ -6,8 +6,7 @@ result = subtitle_file("talk.mp4", model)     # SubtitleResult: cues, info
 segments, info = transcribe(load_audio("talk.mp4"), model)  # lazy segments, as they are decoded
 for event in run_job(JobSpec(inputs=(Path("talk.mp4"), "https://…")), Path("out"), ModelCache()): ...  # the CLI's path
 
-(Each submodule keeps its own name: `pipeline.media.video` is the burn-in module, `pipeline.subtitles.write.to_format` writes a
-subtitle format; nothing here is re-exported under a module's name.)
+(Nothing here is re-exported under a module's name: each submodule keeps its own.)
 """
 
 import os
@@ -20,8 +19,8 @@ from pipeline import timings  # noqa: F401  (first: its import time is when the 
 # before anything imports torch (convert/__init__.py does the same); a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# The names below are loaded on first use (PEP 562): `import pipeline.subtitles.check` or `pipeline.subtitles.formats` must not pay for
-# torch, whisper and OpenVINO (1-2 s), which only transcription needs.
+# The names below are loaded on first use (PEP 562): `import pipeline.subtitles.check` must not pay for torch,
+# whisper and OpenVINO (1-2 s), which only transcription needs.
 _EXPORTS = {
     "SubtitleError": "pipeline.errors",
     "JobResult": "pipeline.jobs.spec",

@@ -144,7 +144,9 @@ def test_limits_are_a_message_before_any_work(videos, tmp_path, limits, message)
     from pipeline.media.audio import Limits
 
     subtitler = app.SubtitleApp(
-        InProcess(ModelCache()), [("base", "base")], app.ServerOptions(Limits(**limits), jobs_dir=tmp_path / "jobs")
+        InProcess(ModelCache()),
+        [("base", "base")],
+        app.ServerOptions(limits=Limits(**limits), jobs_dir=tmp_path / "jobs"),
     )
     with pytest.raises(gr.Error, match=message):
         list(subtitler.subtitle(files=[str(videos[ENGLISH[0]])]))

@@ -71,7 +71,7 @@ def test_a_file_that_does_not_say_its_length_is_refused_by_a_server_and_decoded_
     mkv = no_duration_mkv(tmp_path / "endless.mkv", 40)
     assert probe(mkv).duration is None
     limits = Limits(max_duration=20)
-    events = run_job(JobSpec(inputs=(mkv,), subtitles=None), tmp_path / "out", ModelCache(), Policy(limits))
+    events = run_job(JobSpec(inputs=(mkv,), subtitles=None), tmp_path / "out", ModelCache(), Policy(limits=limits))
     result = [e for e in events if isinstance(e, JobResult)][0]
     assert [f.message for f in result.failed] == [
         "endless.mkv does not say how long it is, so this server does not take it: remux it (ffmpeg -i IN -c copy "
@@ -338,7 +338,7 @@ def test_a_job_that_would_write_too_much_video_is_refused(videos, tmp_path):
     spec = JobSpec(inputs=(videos[ENGLISH[0]],) * 3, burn=BurnOptions(), soft=True)
     size = videos[ENGLISH[0]].stat().st_size
     with pytest.raises(SubtitleError, match=r"^This job would write up to .* of video; this server allows .* per job"):
-        list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits(max_job_bytes=8 * size))))
+        list(run_job(spec, tmp_path / "out", ModelCache(), Policy(limits=Limits(max_job_bytes=8 * size))))
 
 
 GIVEN = "1\n00:00:00,500 --> 00:00:02,000\nOur own words\n"
@@ -354,7 +354,7 @@ def test_a_link_counts_in_the_disk_budget(media_server, videos, tmp_path):
     file uploaded is refused too."""
     from pipeline.media.video import BurnOptions
 
-    budget = Policy(Limits(max_job_bytes=100_000), allow_private_urls=True)
+    budget = Policy(limits=Limits(max_job_bytes=100_000), allow_private_urls=True)
     for k, given in enumerate((f"{media_server}/{ENGLISH[0]}.mp4", videos[ENGLISH[0]])):
         spec = JobSpec(inputs=(given,), burn=BurnOptions(), soft=True, subtitles=_given(tmp_path))
         out = tmp_path / f"out{k}"
@@ -401,7 +401,7 @@ def test_the_copies_a_server_keeps_count_in_the_budget(kept, tmp_path):
         MediaInfo(10, True, True, "h264", "aac", 640, 360),
     )
     need = video_bytes(spec, 10**6, media)
-    policy = Policy(Limits(max_job_bytes=int(1.5 * need)), kept_copies=kept)
+    policy = Policy(limits=Limits(max_job_bytes=int(1.5 * need)), kept_copies=kept)
     if kept:
         with pytest.raises(SubtitleError, match=r"\(with the copy the server keeps of each\); this server allows"):
             check_disk(spec, [(10**6, media)], tmp_path, policy)
@@ -487,7 +487,7 @@ def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_pat
     started = time.monotonic()
     spec = JobSpec(inputs=(videos[ENGLISH[0]],), subtitles=hostile)
     with pytest.raises(SubtitleError, match=r"^Cue 1 has more than 1000 characters of text: shorten it$"):
-        list(run_job(spec, tmp_path / "out", ModelCache(), Policy(Limits())))
+        list(run_job(spec, tmp_path / "out", ModelCache(), Policy(limits=Limits())))
     assert time.monotonic() - started < 5.0
 
 

@@ -333,11 +333,11 @@ class _Job:
             audio,
             model,
             spec.decoding,
-            spec.rules,
-            lambda s, duration: self.emit(CueDecoded(i, Cue(s.start, s.end, s.text, s.words), duration)),
-            transcribing,
-            source.info,
-            spec.speakers,
+            rules=spec.rules,
+            on_segment=lambda s, duration: self.emit(CueDecoded(i, Cue(s.start, s.end, s.text, s.words), duration)),
+            progress=transcribing,
+            media=source.info,
+            speakers=spec.speakers,
         )
         self.rates.record(spec, time.monotonic() - started, duration)
         self.pending.remove(i)

@@ -57,7 +57,7 @@ class Shown:
     subtitles: Path | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServerOptions:
     limits: Limits = Limits()
     allow_private_urls: bool = False  # let links point at localhost/LAN (only for a server on a private machine)
@@ -158,17 +158,17 @@ class Service:
         # (client, start ms, end ms, text) -> the cue's measured words, oldest first (MAX_TIMED_CUES at most)
         self._timed: OrderedDict[tuple, tuple[Word, ...]] = OrderedDict()
         self.policy = Policy(
-            options.limits,
-            options.allow_private_urls,
-            tuple(spec for _, spec in model_choices),
-            options.sites,
+            limits=options.limits,
+            allow_private_urls=options.allow_private_urls,
+            models=tuple(spec for _, spec in model_choices),
+            extractors=options.sites,
             # jobs working side by side share the cores: each burn-in encodes with its share
             threads=core_share(options.concurrency),
             slots=threading.BoundedSemaphore(options.concurrency),
             kept_copies=1,  # Gradio's cache keeps a copy of every file a job hands the page, for up to 2 hours
         )
         self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
-        self._checks: dict[str, deque[float]] = {}  # when each client's last cue checks came, for CHECKS_PER_MINUTE
+        self._checks: dict[str, deque[float]] = {}  # when each client's last cue checks came, for CHECKS_PER_WINDOW
         self._lock = threading.Lock()
         sweep(options.jobs_dir)  # the job folders of a server that was killed (their names carry its process id)
 

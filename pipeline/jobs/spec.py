@@ -70,7 +70,7 @@ class JobSpec:
         return Labels(self.labels, self.rules or CueRules())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     """What the server allows the people who use it. The CLI trusts its user: no limits, links anywhere."""
 

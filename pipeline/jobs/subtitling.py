@@ -25,6 +25,7 @@ def subtitle_audio(
     audio: np.ndarray,
     model: OVWhisper,
     options: TranscribeOptions = TranscribeOptions(),
+    *,
     rules: CueRules | None = CueRules(),
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
@@ -70,6 +71,7 @@ def subtitle_file(
     path: Path,
     model: OVWhisper,
     options: TranscribeOptions = TranscribeOptions(),
+    *,
     on_segment: Callable[[Segment, float], None] | None = None,
     progress: Callable[[float], None] | None = None,
     rules: CueRules | None = CueRules(),
@@ -77,7 +79,8 @@ def subtitle_file(
 ) -> SubtitleResult:
     """subtitle_audio for one local media file."""
     media = require_audio(Path(path))
-    return subtitle_audio(load_audio(Path(path)), model, options, rules, on_segment, progress, media, speakers)
+    return subtitle_audio(load_audio(Path(path)), model, options, rules=rules, on_segment=on_segment,
+                          progress=progress, media=media, speakers=speakers)  # fmt: skip
 
 
 @timed("speakers beside decoding")

@@ -97,7 +97,7 @@ def kill_group(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     max_bytes: int = 2 * 1024**3  # per file, uploaded or downloaded (2 GiB)
     max_duration: float = 3 * 3600.0  # seconds of media per file (3 h: ~25 min of work for Whisper base on 2 cores)

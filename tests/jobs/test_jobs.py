@@ -117,7 +117,7 @@ def test_the_page_and_the_cli_build_the_same_job(argv, form):
 def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
     models = ModelCache()
     with pytest.raises(SubtitleError, match=r"^3 files is too many for one job; this server takes up to 2$"):
-        next(run_job(JobSpec(inputs=(CLIP,) * 3), tmp_path / "out", models, Policy(Limits(max_files=2))))
+        next(run_job(JobSpec(inputs=(CLIP,) * 3), tmp_path / "out", models, Policy(limits=Limits(max_files=2))))
     with pytest.raises(OptionError, match=r"^Unknown model 'small': choose one of the list$"):
         next(
             run_job(

@@ -125,7 +125,7 @@ def test_inputs_over_the_limits_fail_before_any_work(videos, tmp_path):
     with its message, and the model is never loaded."""
     models = ModelCache()
     inputs = (videos[ENGLISH[0]], videos[ENGLISH[1]])
-    events = list(run_job(JobSpec(inputs=inputs), tmp_path / "out", models, Policy(Limits(max_duration=5))))
+    events = list(run_job(JobSpec(inputs=inputs), tmp_path / "out", models, Policy(limits=Limits(max_duration=5))))
     failed, result = events[:-1], events[-1]
     assert [f.index for f in failed] == [0, 1] and result.files == () and result.failed == tuple(failed)
     for f, video in zip(failed, inputs, strict=True):

@@ -258,8 +258,8 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
         pieces += [samples, np.zeros(int(gap * 16000), np.float32)]
         spans.append((t, t + len(samples) / 16000, who))
         t += len(samples) / 16000 + gap
-    result = subtitle_audio(np.concatenate(pieces), ov_model, TranscribeOptions(language="en"), CueRules(),
-                            speakers=TurnOptions())  # fmt: skip
+    result = subtitle_audio(np.concatenate(pieces), ov_model, TranscribeOptions(language="en"),
+                            rules=CueRules(), speakers=TurnOptions())  # fmt: skip
 
     def voice(word: Word) -> str:
         middle = (word.start + word.end) / 2
@@ -309,7 +309,14 @@ def test_speaker_turns_stop_with_a_failed_transcription(ov_model, audio):
         raise KeyboardInterrupt  # what a cancelled job sees
 
     with pytest.raises(KeyboardInterrupt):
-        subtitle_audio(speech, ov_model, TranscribeOptions(language="en"), CueRules(), cancel, speakers=TurnOptions())
+        subtitle_audio(
+            speech,
+            ov_model,
+            TranscribeOptions(language="en"),
+            rules=CueRules(),
+            on_segment=cancel,
+            speakers=TurnOptions(),
+        )
     deadline = time.monotonic() + 10
     while any(t.name.startswith("speaker-turns") for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.05)
