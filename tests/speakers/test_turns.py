@@ -34,7 +34,7 @@ from pipeline.speakers.turns import (
         ([], []),
     ],
 )
-def test_windows(regions, spans):
+def test_embedding_windows(regions, spans):
     got = embedding_windows(regions)
     assert len(got) == len(spans) and all(g == pytest.approx(s) for g, s in zip(got, spans))
 
@@ -174,7 +174,7 @@ def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
         (lambda rng: voices(rng, [(1, 0.0)]), None, [0]),
     ],
 )
-def test_cluster(make, speakers, expected):
+def test_cluster_voices(make, speakers, expected):
     embeddings = make(np.random.default_rng(0))
     labels = cluster_voices(embeddings, speakers).tolist()
     if expected is None:  # (the stray windows' nearest voice is a tie: either)
