@@ -491,6 +491,19 @@ def test_an_uploaded_srt_of_backtracking_tags_is_refused_at_once(videos, tmp_pat
     assert time.monotonic() - started < 5.0
 
 
+def test_voice_tags_that_never_close_are_read_in_linear_time():
+    """WebVTT cues of "<v" and 996 spaces (issue 49, item 9): the voice pattern backtracked over every split of the
+    spaces, 16 s for a file of them; now the file reads in milliseconds, with no speaker."""
+    from pipeline.subtitles.read import parse
+
+    stamp = lambda n, ms: f"00:{n // 60:02d}:{n % 60:02d}.{ms:03d}"  # noqa: E731
+    text = "WEBVTT\n\n" + "".join(f"{stamp(n, 0)} --> {stamp(n, 500)}\n<v{' ' * 996}\n\n" for n in range(200))
+    started = time.monotonic()
+    cues = parse(text)
+    assert time.monotonic() - started < 0.3
+    assert len(cues) == 200 and {c.speaker for c in cues} == {None}
+
+
 @pytest.mark.parametrize(
     "start, message",
     [

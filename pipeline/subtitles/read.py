@@ -19,7 +19,8 @@ MAX_HOUR_DIGITS = 4  # digits of a time's hours; more is not a time but a number
 _OVERRIDE = re.compile(r"\{\\[^{}]*\}")  # an SSA override block ({\an8}): never cue text, in any format
 _TAG = re.compile(rf"</?[a-zA-Z][^<>]*>|{_OVERRIDE.pattern}")
 _VTT_TAG = re.compile(r"<[^<>]*>")  # in WebVTT every "<" opens a tag (<i>, <c.x>, <v Anna>, <00:00:01.000>)
-_VOICE = re.compile(r"<v(?:\.[^\s<>]*)?[ \t]+([^<>]+)>")  # a WebVTT voice span's start: <v Anna>, <v.loud Bob>
+# a WebVTT voice span's start: <v Anna>, <v.loud Bob>; the name starts with no space, so a miss is linear
+_VOICE = re.compile(r"<v(?:\.[^\s<>]*)?[ \t]+([^\s<>][^<>]*)>")
 _STAMP = r"(?:(\d+):)?(\d{1,2}):(\d{2})[,.](\d{1,3})"  # (hours bounded in _seconds, with a message)
 _CUE_TIMES = re.compile(rf"^\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?$")
 _WORD_TIME = re.compile(rf"<{_STAMP}>")  # a WebVTT cue timestamp: when the text after it is spoken
