@@ -296,8 +296,8 @@ def style_of(script: str) -> Style:
     found = subs.styles.get("Default") or next(iter(subs.styles.values()), None)
     if found is None:
         return Style()
-    height = float(subs.info.get("PlayResY") or 288)  # (ASS's defaults when a script gives none)
-    shorter = min(float(subs.info.get("PlayResX") or height * 4 / 3), height)
+    height = _play_res(subs.info.get("PlayResY"), 288)  # (ASS's defaults when a script gives none)
+    shorter = min(_play_res(subs.info.get("PlayResX"), height * 4 / 3), height)
     karaoke = any(_KARAOKE.search(e.text) for e in subs.events)
     text, lit = (found.secondarycolor, found.primarycolor) if karaoke else (found.primarycolor, None)
     return Style(
@@ -310,6 +310,15 @@ def style_of(script: str) -> Style:
         highlight_words=karaoke,
         highlight_colour=_hex(lit) if lit else Style.highlight_colour,
     )
+
+
+def _play_res(value: str | None, default: float) -> float:
+    """A script's picture size in pixels; its default when it gives none, zero, a negative or not a number."""
+    try:
+        size = float(value)
+    except (TypeError, ValueError):
+        return default
+    return size if 0 < size < float("inf") else default
 
 
 def _hex(colour) -> str:

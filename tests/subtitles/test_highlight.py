@@ -143,6 +143,21 @@ Dialogue: 0,0:00:04.50,0:00:06.00,Default,,0,0,0,,Second\\Nline {\\i1}here
 """  # noqa: E501
 
 
+@pytest.mark.parametrize(
+    "info, font_size",
+    [
+        ("PlayResX: 640\nPlayResY: 360", 0.1),  # 36 px on the shorter side, 360
+        ("", 36 / 288),  # none given: ASS's 384 x 288
+        ("PlayResX: 0\nPlayResY: 0", 36 / 288),  # zero once divided by zero (issue 49, item 10)
+        ("PlayResX: -640\nPlayResY: abc", 36 / 288),
+        ("PlayResX: 640\nPlayResY: inf", 36 / 288),
+    ],
+)
+def test_the_style_of_a_script_whatever_picture_size_it_claims(info, font_size):
+    script = BROUGHT.replace("PlayResX: 640\nPlayResY: 360", info)
+    assert style_of(script).font_size == pytest.approx(font_size)
+
+
 def test_an_ass_file_people_bring():
     assert is_ass("\ufeff\n[Script Info]\n") and not is_ass("WEBVTT\n\n") and not is_ass("1\n00:00:01,000 --> ")
     cues, script = read_ass(BROUGHT)
