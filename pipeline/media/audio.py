@@ -125,7 +125,7 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     streams = [(m.group(1), m.group(2), m.group(3)) for m in _STREAM.finditer(stderr)]
     if not streams:  # (playlists, image sequences and other files that open more files are not read at all)
         raise SubtitleError(
-            f"{path.name} is not a media file this server reads ({_last_line(stderr)}): use a video or audio file "
+            f"{path.name} is not a media file this server reads ({last_line(stderr)}): use a video or audio file "
             "(MP4, MKV, WebM, MOV, MP3, WAV, ...)"
         )
     duration = None
@@ -206,7 +206,7 @@ def load_audio(
     if code != 0:
         if "matches no streams" in stderr:
             raise _no_audio(path)
-        raise SubtitleError(f"ffmpeg cannot read {path.name} ({_last_line(stderr)}): is it a video or audio file?")
+        raise SubtitleError(f"ffmpeg cannot read {path.name} ({last_line(stderr)}): is it a video or audio file?")
     audio = np.frombuffer(pcm, np.int16).astype(np.float32)
     del pcm  # the PCM bytes: 115 MB an hour
     audio /= 32768.0  # in place: no second float copy of the whole recording
@@ -226,6 +226,10 @@ def _no_audio(path: Path) -> SubtitleError:
     return SubtitleError(f"{path.name} has no audio track: choose a file with sound")
 
 
-def _last_line(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+_CONTEXT = re.compile(r"\[[^\[\]]* @ 0x[0-9a-f]+\] ?")  # ffmpeg's "[out#0/mp4 @ 0x55…] ": a heap address
+
+
+def last_line(stderr: str, empty: str = "no output") -> str:
+    """ffmpeg's last line of errors for a message, without the heap addresses it prefixes them with."""
+    lines = [line.strip() for line in _CONTEXT.sub("", stderr).splitlines() if line.strip()]
+    return lines[-1] if lines else empty

@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape
 
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
-from pipeline.media.audio import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, probe
+from pipeline.media.audio import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, last_line, probe
 from pipeline.subtitles.ass import (  # (the look of subtitles: pipeline/subtitles/ass.py)
     CJK_FONT,
     LATIN_FONT,
@@ -287,7 +287,7 @@ def _write(
             finally:
                 kill_group(proc)  # ffmpeg and anything it started, on every way out
         if proc.returncode != 0:
-            last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {proc.returncode}"
+            last = last_line(stderr, f"exit code {proc.returncode}")
             raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")
         if max_bytes is not None and tmp.stat().st_size >= max_bytes:
             raise SubtitleError(
