@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -41,9 +41,11 @@ HEARTBEAT = 1.0  # seconds between yields when nothing happens, so Gradio can cl
 UPDATE_EVERY = 0.5  # seconds between page updates while cues stream in (each update resends the cue table)
 SKIP = object()  # a part of the page an update leaves as it is
 CHECKS_PER_WINDOW, CHECK_WINDOW = 20, 10.0
-# Word times of the cues the last jobs gave, so that a cue left unchanged in the table keeps them when the files are
-# made again (an edited cue's words are spread over it by length). About 300 bytes a cue: at most ~30 MB.
-MAX_TIMED_CUES = 100_000
+# Word times of the cues a client's last jobs gave, so that a cue left unchanged in the table keeps them when the files
+# are made again (an edited cue's words are spread over it by length); counted in bytes, per client and in all
+WORD_BYTES = 240  # a Word as Python holds it (object, dict, floats, its str) but its characters: tracemalloc
+MAX_CLIENT_WORD_BYTES = 32 * 2**20
+MAX_WORD_BYTES = 256 * 2**20
 # Memory a job takes beyond the shared model, from the speed benchmark's hour (1.53 GB peak with 0.45 GB of libraries
 # and model): about 1.1 GB per hour of audio (its samples, mel windows, decoder caches), plus 0.25 GB of working room.
 JOB_BASE_BYTES, JOB_BYTES_PER_HOUR = 0.25e9, 1.1e9
@@ -99,9 +101,9 @@ def media_lines(sources: list[Source], languages: list[str] = ()) -> str:
     return "\n\n".join(lines)
 
 
-def _cue_key(client: str, cue: Cue) -> tuple:
-    """A cue as the cue table shows it (times to the millisecond, text without its line breaks), for one client."""
-    return client, round(cue.start * 1000), round(cue.end * 1000), " ".join(cue.text.split())
+def _cue_key(cue: Cue) -> tuple:
+    """A cue as the cue table shows it: times to the millisecond, text without its line breaks."""
+    return round(cue.start * 1000), round(cue.end * 1000), " ".join(cue.text.split())
 
 
 def escape_markdown(text: str) -> str:
@@ -137,6 +139,50 @@ def available_memory() -> float:
         return float("inf")
 
 
+class WordTimes:
+    """The measured words of clients' last cues, by the cue as the table shows it: each client's oldest go past
+    `per_client` bytes, and the oldest client's past `total`, so one client never evicts another's but to stay
+    under the total."""
+
+    def __init__(self, per_client: int = MAX_CLIENT_WORD_BYTES, total: int = MAX_WORD_BYTES):
+        self.per_client, self.total = per_client, total
+        self._kept: dict[str, OrderedDict[tuple, tuple[tuple[Word, ...], int]]] = {}  # client -> cue -> (words, bytes)
+        self._bytes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def size(words: tuple[Word, ...]) -> int:
+        return sum(WORD_BYTES + len(w.word) for w in words)
+
+    @property
+    def bytes(self) -> int:
+        return sum(self._bytes.values())
+
+    def remember(self, client: str, cues: Sequence[Cue]) -> None:
+        with self._lock:
+            kept = self._kept[client] = self._kept.pop(client, OrderedDict())  # (the newest client last)
+            for cue in cues:
+                if cue.words and (size := self.size(cue.words)) <= self.per_client:
+                    key = _cue_key(cue)
+                    self._bytes[client] += size - kept.pop(key, ((), 0))[1]
+                    kept[key] = (cue.words, size)
+            self._trim(client, self.per_client)
+            while self.bytes > self.total:
+                self._trim(next(iter(self._kept)), 0)
+
+    def words(self, client: str, cue: Cue) -> tuple[Word, ...] | None:
+        with self._lock:
+            found = self._kept.get(client, {}).get(_cue_key(cue))
+        return found[0] if found else None
+
+    def _trim(self, client: str, limit: int) -> None:
+        kept = self._kept[client]
+        while kept and self._bytes[client] > limit:
+            self._bytes[client] -= kept.popitem(last=False)[1][1]
+        if not kept:
+            del self._kept[client], self._bytes[client]
+
+
 class Service:
     """What the page's requests share: the executor, the models offered, the policy, the jobs each client has,
     and the word times of their last cues."""
@@ -155,8 +201,7 @@ class Service:
         ids = {spec: name for name, spec in self.model_ids.items()}
         self.model_choices = [(label, ids[spec]) for label, spec in model_choices]
         self.options = options
-        # (client, start ms, end ms, text) -> the cue's measured words, oldest first (MAX_TIMED_CUES at most)
-        self._timed: OrderedDict[tuple, tuple[Word, ...]] = OrderedDict()
+        self.word_times = WordTimes()
         self.policy = Policy(
             limits=options.limits,
             allow_private_urls=options.allow_private_urls,
@@ -204,23 +249,14 @@ class Service:
         return True
 
     def remember(self, result: JobResult, client: str) -> None:
-        """Keep the word times of the job's cues (the oldest go past MAX_TIMED_CUES)."""
-        with self._lock:
-            for f in result.files:
-                for cue in f.result.cues:
-                    if cue.words:
-                        key = _cue_key(client, cue)
-                        self._timed[key] = cue.words
-                        self._timed.move_to_end(key)
-            while len(self._timed) > MAX_TIMED_CUES:
-                self._timed.popitem(last=False)
+        """Keep the word times of the job's cues for this client (WordTimes bounds them)."""
+        self.word_times.remember(client, [cue for f in result.files for cue in f.result.cues])
 
     def with_word_times(self, text: str, client: str) -> str:
         """The table's subtitles, as WebVTT with word times when some cues are as one of this client's jobs gave
         them (same times, same words): those keep their measured word times. Otherwise the text as it is."""
         cues = parse(text)
-        with self._lock:
-            known = [self._timed.get(_cue_key(client, cue)) for cue in cues]
+        known = [self.word_times.words(client, cue) for cue in cues]
         if not any(known):
             return text
         cues = [replace(c, words=w) if w else c for c, w in zip(cues, known)]
