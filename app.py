@@ -14,7 +14,6 @@ import inspect
 import itertools
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
@@ -29,6 +29,7 @@ from pipeline.asr.model import ModelOptions
 from pipeline.asr.precision import resolve_precision
 from pipeline.asr.transcribe import LANGUAGES
 from pipeline.errors import OptionError
+from pipeline.jobs.body_limit import BodyLimit
 from pipeline.jobs.build import build_spec
 from pipeline.jobs.executors import add_arguments, executor
 from pipeline.jobs.service import (
@@ -43,6 +44,7 @@ from pipeline.jobs.service import (
     escape_markdown,
     media_lines,
     memory_problem,
+    picker_colour,
     style_fields,
 )
 from pipeline.jobs.spec import JobSpec, Source, SubtitleText
@@ -237,7 +239,7 @@ def form_to_spec(**form) -> JobSpec:
     f = {**DEFAULTS, **{k: v for k, v in form.items() if v is not None}}
     url = (f.pop("url") or "").strip()
     files, subtitles = f.pop("files") or [], f.pop("subtitles")
-    converted = {k: _hex(f[k]) for k in ("text_colour", "outline_colour", "highlight_colour")}
+    converted = {k: picker_colour(f[k]) for k in ("text_colour", "outline_colour", "highlight_colour")}
     converted |= {k: int(f[k]) for k in ("beam_size", "batch_size", "max_line_chars")}
     percent = {"font_size": float(f["font_size"]) / 100, "margin": float(f["margin"] or 0) / 100 or None}
     converted |= percent | {"max_cps": float(f["max_cps"]), "formats": f["formats"] or ("srt",)}
@@ -247,13 +249,6 @@ def form_to_spec(**form) -> JobSpec:
         subtitles=Path(subtitles) if isinstance(subtitles, str) and subtitles else subtitles or None,
         preview=True,  # the page plays the video with its subtitles
     )
-
-
-def _hex(colour: str) -> str:
-    """Gradio's colour picker gives #rrggbb, or rgba(r, g, b, a) in some browsers."""
-    if m := re.match(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)", colour or ""):
-        return "#" + "".join(f"{round(float(v)):02X}" for v in m.groups())
-    return colour
 
 
 def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = ()) -> Callable[..., Iterator[tuple]]:
@@ -434,12 +429,18 @@ def main(argv: list[str] | None = None) -> None:
     threading.Thread(target=runner.prepare, args=(choices[0][1],), daemon=True).start()
     # every admitted job enters at once and waits inside for one of the --concurrency slots (Service.admit)
     limit = concurrency + args.queue_size
-    build_ui(app).queue(default_concurrency_limit=limit, max_size=limit).launch(
-        server_name=args.host,
-        server_port=args.port,
-        share=args.share,
+    launch(build_ui(app).queue(default_concurrency_limit=limit, max_size=limit), options, server_name=args.host,
+           server_port=args.port, share=args.share)  # fmt: skip
+
+
+def launch(demo: gr.Blocks, options: ServerOptions, **kwargs) -> None:
+    """Serve the page with the server's bounds: uploads up to the file limit, other requests refused (413) past
+    MAX_REQUEST_BYTES before Gradio parses them."""
+    demo.launch(
         max_file_size=options.limits.max_bytes,
+        app_kwargs={"middleware": [Middleware(BodyLimit)]},
         show_error=False,  # only our own one-line messages reach the page (gr.Error); the rest is in the log
+        **kwargs,
     )
 
 

@@ -172,7 +172,7 @@ def app_server(ov_model, tmp_path_factory):
     )
     demo = app.build_ui(subtitler).queue(default_concurrency_limit=42)  # as main() does: all enter, 2 work
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    app.launch(demo, subtitler.options, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/", jobs_dir
     demo.close()
 

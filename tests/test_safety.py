@@ -621,3 +621,35 @@ def test_cancel_while_the_model_loads_returns_at_once(tmp_path, monkeypatch):
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert not list((tmp_path / "out").iterdir())
+
+
+@pytest.mark.slow
+def test_a_request_over_the_body_limit_is_refused_before_gradio_reads_it(app_server):
+    """A million-row table (39 MB) to the unqueued cue checker once took 18 s and held other requests up to 11 s
+    (issue 49, item 2): now it is refused with 413 by its length, or as it streams in without one, and another
+    request is answered meanwhile."""
+    import httpx
+
+    from pipeline.jobs.body_limit import MAX_REQUEST_BYTES
+
+    url = app_server[0]
+    rows = ",".join(['["00:00:01.000","00:00:02.000","","a few words"]'] * 1_000_000)
+    body = ('{"data": [{"headers": ["Start","End","Speaker","Text"], "data": [' + rows + "]}]}").encode()
+    assert len(body) > MAX_REQUEST_BYTES
+
+    def chunks():
+        for at in range(0, len(body), 1 << 20):
+            yield body[at : at + (1 << 20)]
+
+    with httpx.Client(timeout=30) as client:
+        started = time.monotonic()
+        sized = client.post(
+            f"{url}gradio_api/run/check_cues", content=body, headers={"content-type": "application/json"}
+        )
+        streamed = client.post(f"{url}gradio_api/run/check_cues", content=chunks(),
+                               headers={"content-type": "application/json"})  # fmt: skip
+        took = time.monotonic() - started
+        page = client.get(url)
+    assert (sized.status_code, streamed.status_code, page.status_code) == (413, 413, 200)
+    assert sized.text == "The request is over 11 MB: send fewer or shorter cues"
+    assert took < 5.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -379,3 +380,10 @@ def style_fields(path: str | None) -> dict[str, Any]:
     values = {name: getattr(style, name) for name in STYLE_FIELDS}
     # (in the page's steps: 0.5 % of text size, 1 % of margin)
     return values | {"font_size": round(200 * style.font_size) / 2, "margin": round(100 * (style.margin or 0))}
+
+
+def picker_colour(colour: str) -> str:
+    """Gradio's colour picker gives #rrggbb, or rgba(r, g, b, a) in some browsers."""
+    if m := re.match(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)", colour or ""):
+        return "#" + "".join(f"{round(float(v)):02X}" for v in m.groups())
+    return colour
