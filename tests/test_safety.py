@@ -134,8 +134,8 @@ def test_ffmpeg_is_killed_with_its_process_group(stop_after, timeout, error):
     assert not _ffmpeg_children()
 
 
-def _ffmpeg_children() -> list[int]:
-    """ffmpeg processes whose parent is this test process."""
+def _ffmpeg_children(of: int | None = None) -> list[int]:
+    """ffmpeg processes whose parent is this test process (or process `of`)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -143,7 +143,7 @@ def _ffmpeg_children() -> list[int]:
         except OSError:
             continue
         name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
-        if "ffmpeg" in name and int(fields[1]) == os.getpid() and fields[0] != "Z":
+        if "ffmpeg" in name and int(fields[1]) == (of or os.getpid()) and fields[0] != "Z":
             found.append(int(pid))
     return found
 
@@ -653,3 +653,39 @@ def test_a_request_over_the_body_limit_is_refused_before_gradio_reads_it(app_ser
     assert (sized.status_code, streamed.status_code, page.status_code) == (413, 413, 200)
     assert sized.text == "The request is over 11 MB: send fewer or shorter cues"
     assert took < 5.0
+
+
+def test_ffmpeg_dies_with_a_killed_server(tmp_path):
+    """kill -9 of the process that runs ffmpeg (a server during a burn) takes its ffmpeg with it (issue 49, item 11:
+    it once ran on at 100 % CPU past its own timeout)."""
+    import signal
+    import sys
+
+    child = """
+import sys
+from pipeline.media.audio import run_ffmpeg
+print("started", flush=True)
+run_ffmpeg(["-f", "lavfi", "-i", "anullsrc=r=16000", "-f", "null", "-"], timeout=300)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", child], cwd=Path(__file__).parents[1], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == b"started"
+        deadline = time.monotonic() + 30
+        while not (running := _ffmpeg_children(of=proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert running, "ffmpeg did not start"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in running):
+        assert time.monotonic() < deadline, "ffmpeg outlived the process that started it"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return stat[stat.rindex(")") + 2 :].split()[0]

@@ -7,10 +7,12 @@ It ships no ffprobe, so probing reads ffmpeg's own stream listing.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +24,8 @@ import numpy as np
 from pipeline.errors import Cancelled, SubtitleError
 from pipeline.timings import timed
 
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+_PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)")
@@ -65,6 +69,17 @@ def ffmpeg_input(path: Path) -> list[str]:
             "-i", "file:" + str(Path(path).resolve())]  # fmt: skip
 
 
+def _die_with_parent(libc=_LIBC) -> None:
+    """In the child before ffmpeg starts: killed when the thread that started it ends, even by SIGKILL of the
+    server (Linux's parent-death signal), so no ffmpeg outlives a killed server."""
+    if libc is not None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+# how every ffmpeg is started: a process group of its own (killed whole), dying with the server
+FFMPEG_PROCESS = {"start_new_session": True, "preexec_fn": _die_with_parent}
+
+
 def run_ffmpeg(
     args: list[str], timeout: float | None, stop: threading.Event | None = None, what: str = "ffmpeg"
 ) -> tuple[int, bytes, str]:
@@ -72,7 +87,7 @@ def run_ffmpeg(
     seconds pass (SubtitleError) or `stop` is set (Cancelled), and on any other way out: nothing outlives the call."""
     with subprocess.Popen(
         [ffmpeg_exe(), "-hide_banner", "-nostdin", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **FFMPEG_PROCESS,
     ) as proc:  # fmt: skip
         deadline = None if timeout is None else time.monotonic() + timeout
         try:

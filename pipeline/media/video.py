@@ -24,7 +24,16 @@ from xml.sax.saxutils import escape
 
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
-from pipeline.media.audio import MediaInfo, ffmpeg_exe, ffmpeg_input, human_size, kill_group, last_line, probe
+from pipeline.media.audio import (
+    FFMPEG_PROCESS,
+    MediaInfo,
+    ffmpeg_exe,
+    ffmpeg_input,
+    human_size,
+    kill_group,
+    last_line,
+    probe,
+)
 from pipeline.subtitles.ass import (  # (the look of subtitles: pipeline/subtitles/ass.py)
     CJK_FONT,
     LATIN_FONT,
@@ -280,7 +289,7 @@ def _write(
         cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
                *args, *cap, "-f", muxer, str(tmp)]  # fmt: skip
         with subprocess.Popen(
-            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, env=env
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **FFMPEG_PROCESS
         ) as proc:  # (closes the pipes on every path)
             try:
                 stderr = _follow(proc, duration, progress, timeout, stop)
