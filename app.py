@@ -29,7 +29,7 @@ from pipeline.asr.model import ModelOptions
 from pipeline.asr.precision import resolve_precision
 from pipeline.asr.transcribe import LANGUAGES
 from pipeline.errors import OptionError
-from pipeline.jobs.body_limit import BodyLimit
+from pipeline.jobs.body_limit import SESSION_BYTES, SESSION_MEMORY, BodyLimit
 from pipeline.jobs.build import build_spec
 from pipeline.jobs.executors import add_arguments, executor
 from pipeline.jobs.service import (
@@ -412,18 +412,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"error: {e}") from None
     if args.ray is not None and args.concurrency is None:
         concurrency = len(runner.workers)
-    options = ServerOptions(
-        limits=Limits(
-            max_bytes=int(args.max_file_size * 1e6),
-            max_duration=args.max_duration * 60,
-            max_job_bytes=int(args.max_job_size * 1e6),
-        ),
-        allow_private_urls=args.allow_private_urls,
-        sites=None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip()),
-        concurrency=concurrency,
-        queue_size=args.queue_size,
-        per_client=args.jobs_per_client,
-    )
+    limits = Limits(max_bytes=int(args.max_file_size * 1e6), max_duration=args.max_duration * 60,
+                    max_job_bytes=int(args.max_job_size * 1e6))  # fmt: skip
+    sites = None if args.sites.strip() == "all" else tuple(x.strip() for x in args.sites.split(",") if x.strip())
+    options = ServerOptions(limits=limits, allow_private_urls=args.allow_private_urls, sites=sites,
+                            concurrency=concurrency, queue_size=args.queue_size, per_client=args.jobs_per_client)  # fmt: skip
     app = SubtitleApp(runner, choices, options)
     # compile the default model while the page loads, so the first job does not wait for it
     threading.Thread(target=runner.prepare, args=(choices[0][1],), daemon=True).start()
@@ -434,11 +427,20 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def launch(demo: gr.Blocks, options: ServerOptions, **kwargs) -> None:
-    """Serve the page with the server's bounds: uploads up to the file limit, other requests refused (413) past
-    MAX_REQUEST_BYTES before Gradio parses them."""
+    """Serve the page with the server's bounds: uploads up to the file limit; other requests refused (413) past
+    MAX_REQUEST_BYTES, or with a value past MAX_VALUE_BYTES that is not its event's cue table, before Gradio parses
+    them; SESSION_MEMORY for the sessions Gradio keeps (each keeps its last values)."""
+    tables: dict[int | str, set[int | str]] = {}
+    names = {k.lstrip("/"): [p["parameter_name"] for p in v["parameters"]]
+             for k, v in demo.get_api_info()["named_endpoints"].items()}  # fmt: skip
+    for index, fn in demo.fns.items():
+        at = {i for i, block in enumerate(fn.inputs) if isinstance(block, gr.Dataframe)}
+        named = names.get(fn.api_name, [])
+        tables[index] = tables[fn.api_name] = at | {named[i] for i in at if i < len(named)}
     demo.launch(
         max_file_size=options.limits.max_bytes,
-        app_kwargs={"middleware": [Middleware(BodyLimit)]},
+        app_kwargs={"middleware": [Middleware(BodyLimit, tables=tables)]},
+        state_session_capacity=SESSION_MEMORY // SESSION_BYTES,
         show_error=False,  # only our own one-line messages reach the page (gr.Error); the rest is in the log
         **kwargs,
     )

@@ -158,7 +158,7 @@ def media_server(videos):
 def app_server(ov_model, tmp_path_factory):
     """The web app on a loopback port, sharing the session's compiled model, two jobs at a time.
 
-    Yields (url, jobs_dir)."""
+    Yields (url, jobs_dir, demo)."""
     import app
     from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess
@@ -173,7 +173,7 @@ def app_server(ov_model, tmp_path_factory):
     demo = app.build_ui(subtitler).queue(default_concurrency_limit=42)  # as main() does: all enter, 2 work
     port = free_port()
     app.launch(demo, subtitler.options, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/", jobs_dir
+    yield f"http://127.0.0.1:{port}/", jobs_dir, demo
     demo.close()
 
 

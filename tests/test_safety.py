@@ -689,3 +689,51 @@ def _state(pid: int) -> str:
     except OSError:
         return "gone"
     return stat[stat.rindex(")") + 2 :].split()[0]
+
+
+@pytest.mark.slow
+def test_sessions_are_bounded_in_number_and_size(app_server):
+    """Gradio keeps each session's last values: 30 new sessions with 20-MB tables once kept 758 MB (issue 49, item
+    3). Now a value that is not its event's table is refused past MAX_VALUE_BYTES, a table past the table limits, and
+    the server keeps at most SESSION_MEMORY / SESSION_BYTES sessions: the oldest go first."""
+    import json
+
+    import httpx
+
+    from pipeline.jobs.body_limit import MAX_VALUE_BYTES, SESSION_BYTES, SESSION_MEMORY
+
+    url, _, demo = app_server
+    rows = [["0:00:01.000", "0:00:02.000", "", "a few words"]] * 3000
+    table = {"headers": ["Start", "End", "Speaker", "Text"], "data": rows}
+    with httpx.Client(timeout=30) as client:
+
+        def post(api, data, session):
+            body = json.dumps({"data": data, "session_hash": session}).encode()
+            return client.post(f"{url}gradio_api/run/{api}", content=body, headers={"content-type": "application/json"})
+
+        answers = [post("check_cues", [table], f"s{n}") for n in range(SESSION_MEMORY // SESSION_BYTES + 5)]
+        link = post("rename_speaker", [table, "x" * MAX_VALUE_BYTES, "y"], "s0")
+        cells = post("check_cues", [{"headers": ["Text"], "data": [["ab"] * 100_000]}], "s0")
+    assert {a.status_code for a in answers} == {200}
+    assert (link.status_code, cells.status_code) == (413, 413)
+    assert link.text.startswith("A value of the form is over 32 kB")
+    assert len(demo.state_holder.session_data) <= SESSION_MEMORY // SESSION_BYTES
+
+
+def test_the_burn_script_counts_in_the_budget(tmp_path):
+    """The script libass burns is written beside the video: it counts in what the job may write (issue 49, item 5),
+    and a script over the budget is refused before ffmpeg starts, leaving nothing."""
+    from pipeline.asr.results import Word
+    from pipeline.media.video import BurnOptions, burn
+    from pipeline.subtitles.ass import Style
+    from pipeline.subtitles.cues import Cue
+
+    video = tmp_path / "black.mp4"
+    ffmpeg("-f", "lavfi", "-i", "color=black:size=320x240:rate=5", "-t", "2", "-c:v", "libx264", str(video))
+    words = tuple(Word(start=i / 500, end=(i + 1) / 500, word=" word") for i in range(900))
+    cues = [Cue(0, 1.9, "word " * 900, words)]
+    out = tmp_path / "out"
+    with pytest.raises(SubtitleError, match=r"^The subtitles to burn into burned.mp4 would be over the 10.0 kB"):
+        burn(video, cues, out / "burned.mp4", style=Style(highlight_words=True), max_bytes=10_000)
+    assert list(out.iterdir()) == []
+    assert burn(video, cues[:1], out / "burned.mp4", options=BurnOptions(), max_bytes=10**6).exists()

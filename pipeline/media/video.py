@@ -124,6 +124,13 @@ def burn(
     with work_folder("burn", Path(out).resolve().parent) as work:
         script = script or to_ass(cues, media.width, media.height, style=style, language=language, labels=labels)
         (work / "subs.ass").write_text(script, encoding="utf-8")
+        if max_bytes is not None:  # the script counts in what the job may write
+            if (size := (work / "subs.ass").stat().st_size) >= max_bytes:
+                raise SubtitleError(
+                    f"The subtitles to burn into {Path(out).name} would be over the {human_size(max(0, max_bytes))} "
+                    "this server lets a job write: burn fewer cues, or without lit words"
+                )
+            max_bytes -= size
         _private_fonts(work)
         # (the ass filter comes first so it sees the source's pixels)
         # even sizes (x264 with yuv420p needs them), and at most MAX_PIXELS: a bigger picture is scaled down

@@ -1,7 +1,7 @@
 """ASS subtitles, over pysubs2: the styled .ass file, the script libass burns in, and .ass files people bring.
 
-Lit words are karaoke (`\\k`) in the file, and an event per word when burned in: libass's karaoke would leave every
-word already spoken lit too.
+Lit words are karaoke (`\\k`) in the file. Burned in, a cue is two events: karaoke alone would leave every word
+already spoken lit, so a second layer draws each word unlit again from its end.
 """
 
 from __future__ import annotations
@@ -91,10 +91,10 @@ def _assembled(width: int, height: int, styles: dict, events: list) -> str:
     return subs.to_string("ass")
 
 
-def _event(start_cs: int, end_cs: int, style: str, text: str):
+def _event(start_cs: int, end_cs: int, style: str, text: str, layer: int = 0):
     from pysubs2 import SSAEvent
 
-    return SSAEvent(start=10 * start_cs, end=10 * end_cs, style=style, text=text)
+    return SSAEvent(start=10 * start_cs, end=10 * end_cs, style=style, text=text, layer=layer)
 
 
 def to_ass(
@@ -124,30 +124,37 @@ def ass_file(
 
 
 def _script_text(cues, *, width, height, style, language, labels, file: bool) -> str:
-    """to_ass (libass's escapes, an event per lit word) or, with `file`, ass_file (portable text, karaoke)."""
+    """to_ass (libass's escapes, lit words on two layers) or, with `file`, ass_file (portable text, karaoke)."""
     escape = _file_text if file else _ass_text
     karaoke = file and style.highlight_words
-    lit = "{\\c&H" + _ass_colour(style.highlight_colour)[4:] + "&}"
+    lit = "&H" + _ass_colour(style.highlight_colour)[4:] + "&"
     events = []
     for group, style_name, pieces, colours in _groups(
         cues, width=width, height=height, style=style, language=language, labels=labels, karaoke=karaoke
     ):
         start, end = _cs(group[0].start), _cs(group[-1].end)
-        if not style.highlight_words:
+        if not style.highlight_words or not pieces:
             events.append(_event(start, end, style_name, _compose(pieces, colours, escape)))
             continue
-        bounds = _piece_bounds(pieces, start, end)
+        starts = _syllable_starts(pieces, start, end)
+        ks = [b - a for a, b in zip(starts, starts[1:])]
         if karaoke:
-            lead = f"{{\\k{bounds[0] - start}}}" if bounds[0] > start else ""
-            ks = [bounds[i + 1] - bounds[i] for i in range(len(pieces))]
+            lead = f"{{\\k{starts[0] - start}}}" if starts[0] > start else ""
             events.append(_event(start, end, style_name, lead + _compose(pieces, colours, escape, ks=ks)))
             continue
-        if bounds[0] > start:
-            events.append(_event(start, bounds[0], style_name, _compose(pieces, colours, escape)))
-        for i in range(len(pieces)):
-            if bounds[i + 1] > bounds[i]:
-                text = _compose(pieces, colours, escape, lit=(i, lit))
-                events.append(_event(bounds[i], bounds[i + 1], style_name, text))
+        # two events a cue, each the length of the cue (an event per word would carry the whole cue each time):
+        # under, karaoke that lights each word from its start; over, the cue in its own colours, each word drawn from
+        # its end on (\\ko: nothing before, outline included), so only the word being spoken shows lit. A box comes
+        # from a plain event under both: libass boxes each syllable, and translucent boxes overlap in dark bars.
+        lit_colours = [c.replace("{\\c&H", "{\\2c&H") for c in colours]
+        unboxed = "\\bord0\\shad0" if style.box else ""
+        if style.box:
+            events.append(_event(start, end, style_name, _compose(pieces, colours, escape)))
+        lead = f"{{\\1c{lit}{unboxed}\\k{starts[0] - start}}}"
+        events.append(_event(start, end, style_name, lead + _compose(pieces, lit_colours, escape, ks=ks), layer=1))
+        cover = f"{{\\2a&HFF&\\shad0{unboxed}\\ko{starts[1] - start}}}"
+        ends = _compose(pieces, colours, escape, ks=[*ks[1:], 0], k="ko")
+        events.append(_event(start, end, style_name, cover + ends, layer=2))
     return _assembled(width, height, _ass_styles(style, width, height, karaoke), events)
 
 
@@ -195,8 +202,8 @@ def _groups(cues, *, width, height, style, language, labels, karaoke: bool):
         yield group, style_name, pieces, colours
 
 
-def _compose(pieces, colours, escape, *, lit=None, ks=None) -> str:
-    """A shown cue's text; with `lit` (index, tag), that piece lit; with `ks`, a \\k before each piece."""
+def _compose(pieces, colours, escape, *, ks=None, k="k") -> str:
+    """A shown cue's text; with `ks`, a karaoke tag (`k`: \\k, \\ko) before each piece."""
     out, cue = [], None
     for i, p in enumerate(pieces):
         out.append(p.before.replace("\n", "\\N"))
@@ -204,21 +211,18 @@ def _compose(pieces, colours, escape, *, lit=None, ks=None) -> str:
             cue = p.cue
             out.append(colours[cue])
         if ks is not None:
-            out.append(f"{{\\k{ks[i]}}}")
-        text = p.dash + escape(p.text)
-        if lit is not None and lit[0] == i:
-            text = p.dash + lit[1] + escape(p.text) + (colours[cue] or "{\\c}")  # (\c alone: the style's colour)
-        out.append(text)
+            out.append(f"{{\\{k}{ks[i]}}}")
+        out.append(p.dash + escape(p.text))
     return "".join(out)
 
 
-def _piece_bounds(pieces: Sequence[_Piece], start: int, end: int) -> list[int]:
-    """Centiseconds where each piece starts, in order within [start, end], then `end`."""
-    out, last = [], start
+def _syllable_starts(pieces: Sequence[_Piece], start: int, end: int) -> list[int]:
+    """Centiseconds where each piece's karaoke syllable starts, from `start`, then where the last one ends (`end`):
+    each at least 1 after the one before, since libass joins a syllable of 0 to the one before it."""
+    out: list[int] = []
     for p in pieces:
-        last = min(max(_cs(p.start), last), end)
-        out.append(last)
-    return out + [end]
+        out.append(max(_cs(p.start), out[-1] + 1 if out else start))
+    return out + [max(end, out[-1] + 1)] if out else [start, end]
 
 
 def _cs(seconds: float) -> int:

@@ -364,14 +364,26 @@ def test_an_ass_file_on_the_page_fills_its_style_fields(text, fields, tmp_path):
 
 
 def test_speaker_colours_with_words_lit_up():
-    """Each speaker keeps a colour while words light up: burned in, the speaker's colour (\\c) with the lit word in
-    the highlight colour; in the .ass, the speaker's colour before a word is lit (\\2c)."""
+    """Each speaker keeps a colour while words light up: burned in, karaoke from the speaker's colour (\\2c) to the
+    highlight colour (\\1c), covered once said by the cue in the speaker's colour (\\c); in the .ass, the speaker's
+    colour before a word is lit (\\2c)."""
     cues = [Cue(0.0, 1.0, "Hi there", None, "Speaker 1"), Cue(2.0, 3.0, "Yes", None, "Speaker 2")]
     style = Style(speaker_colours=True, highlight_words=True, highlight_colour="#FF00FF")
     burned = pysubs2.SSAFile.from_string(to_ass(cues, 640, 360, style=style, language="en", labels="none"))
-    second = [e.text for e in burned.events if e.start >= 2000]
-    assert second and all(t.startswith("{\\c&H00FFFF&}") for t in second)  # yellow speaker, as \c
-    assert "{\\c&HFF00FF&}Yes{\\c&H00FFFF&}" in second[0]  # lit in magenta, then back to the speaker's yellow
-    assert "\\2c" not in "".join(e.text for e in burned.events)
+    lit, cover = sorted((e for e in burned.events if e.start >= 2000), key=lambda e: e.layer)
+    assert lit.text.startswith("{\\1c&HFF00FF&") and "{\\2c&H00FFFF&}{\\k100}Yes" in lit.text  # yellow, lit magenta
+    assert "{\\c&H00FFFF&}{\\ko0}Yes" in cover.text  # in yellow again once said (never, for the last word)
     karaoke = pysubs2.SSAFile.from_string(ass_file(cues, 640, 360, style=style, language="en", labels="none"))
     assert karaoke.events[1].text.startswith("{\\2c&H00FFFF&}{\\k")
+
+
+def test_a_burn_script_with_lit_words_grows_with_the_text_not_its_square():
+    """An event per lit word, each carrying its whole cue, made a 517-kB SRT a 267-MB script (issue 49, item 5):
+    now a cue is two or three events, each the cue once, with a karaoke tag a word."""
+    from pipeline.subtitles.read import parse
+
+    text = " ".join(["a b"] * 249)  # 995 characters, 498 words: the longest cue, of the shortest words
+    srt = "".join(f"{n}\n00:00:{n:02d},000 --> 00:00:{n:02d},900\n{text}\n\n" for n in range(1, 51))
+    for box in (False, True):
+        script = to_ass(parse(srt), 1920, 1080, style=Style(highlight_words=True, box=box))
+        assert len(script) < 12 * len(srt)  # 2 or 3 copies, and "{\k1}" or "{\ko1}" a word; it was 500 times
