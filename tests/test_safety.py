@@ -419,7 +419,7 @@ def test_a_video_is_stopped_where_the_budget_ends_and_leaves_nothing(tmp_path):
     ffmpeg("-f", "lavfi", "-i", "nullsrc=size=640x360:rate=25,geq=random(1)*255:128:128", "-t", "4",
            "-c:v", "libx264", "-preset", "ultrafast", "-qp", "30", str(video))  # fmt: skip
     out = tmp_path / "out"
-    with pytest.raises(SubtitleError, match=r"^burned.mp4 would be over the 100.0 kB of video"):
+    with pytest.raises(SubtitleError, match=r"^burned.mp4 would be over the 9\d.\d kB of video"):
         burn(video, [Cue(0, 1, "hello")], out / "burned.mp4", options=BurnOptions(), max_bytes=100_000)
     assert list(out.iterdir()) == []
 
