@@ -737,3 +737,29 @@ def test_the_burn_script_counts_in_the_budget(tmp_path):
         burn(video, cues, out / "burned.mp4", style=Style(highlight_words=True), max_bytes=10_000)
     assert list(out.iterdir()) == []
     assert burn(video, cues[:1], out / "burned.mp4", options=BurnOptions(), max_bytes=10**6).exists()
+
+
+def test_a_script_too_slow_to_draw_gives_the_slot_back_at_once(tmp_path, monkeypatch):
+    """An ASS script made to be slow to draw held the only job slot until the burn's timeout, 60 s + 3x the duration
+    (issue 49, item 7). A burn under MIN_SPEED x is stopped GRACE s in (8 s; 3 s here), with a clear message and
+    nothing left; an ordinary burn of the same video is not."""
+    from pipeline.media import video as video_module
+    from pipeline.media.video import BurnOptions, burn
+    from pipeline.subtitles.ass import to_ass
+    from pipeline.subtitles.cues import Cue
+
+    monkeypatch.setattr(video_module, "GRACE", 3.0)
+    clip = tmp_path / "clip.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=s=640x360:d=20", "-c:v", "libx264", "-preset", "ultrafast", str(clip))
+    head = to_ass([Cue(0, 1, "x")], 640, 360).split("[Events]")[0]  # our styles, someone else's events
+    slow = "".join(f"Dialogue: {i},0:00:00.00,0:00:20.00,Default,,0,0,0,,{{\\blur40\\bord60\\fs200\\t(\\frz360)}}Slow {i}\n"
+                   for i in range(300))  # fmt: skip
+    script = head + "[Events]\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n" + slow
+    started = time.monotonic()
+    with pytest.raises(
+        SubtitleError, match=r"^Burning in was too slow \(\d+\.\d s of video in \d+ s\) and was stopped"
+    ):
+        burn(clip, [], tmp_path / "out" / "slow.mp4", script=script, options=BurnOptions())
+    assert time.monotonic() - started < 3.0 + 2.0
+    assert list((tmp_path / "out").iterdir()) == []
+    assert burn(clip, [Cue(0, 19, "An ordinary line")], tmp_path / "out" / "plain.mp4", options=BurnOptions()).exists()

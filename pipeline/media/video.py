@@ -12,6 +12,7 @@ temporary name and renamed; ffmpeg is killed with its whole process group when i
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -53,6 +54,9 @@ BROWSER_VIDEO = {"h264": ".mp4", "av1": ".mp4", "vp8": ".webm", "vp9": ".webm"}
 BURN_MAX_RATE = 8_000_000  # bits per second of video
 AUDIO_RATE = 160_000  # bits per second of the AAC we encode when the audio cannot be copied
 PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the preview (the rest is not shown)
+# A burn that has made less than MIN_SPEED seconds of video a second of its run, GRACE seconds in or later, is
+# stopped: a script made to be slow to draw runs at 0.01-0.1x, and gives the job slot back within GRACE seconds.
+MIN_SPEED, GRACE = 0.1, 8.0
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
 
@@ -153,6 +157,7 @@ def burn(
             env=_fontconfig_env(work),
             stop=stop,
             max_bytes=max_bytes,
+            paced=True,
         )
 
 
@@ -282,10 +287,12 @@ def _write(
     env: dict[str, str] | None = None,
     stop: threading.Event | None = None,
     max_bytes: int | None = None,
+    paced: bool = False,
 ) -> Path:
     """Run ffmpeg writing to a temporary name beside `out`, then rename; kill its process group after `timeout` s
     (SubtitleError) or when `stop` is set (Cancelled). With `max_bytes`, ffmpeg stops writing past that size (-fs)
-    and the file is refused (SubtitleError): what a job writes is bounded by what it really writes."""
+    and the file is refused (SubtitleError): what a job writes is bounded by what it really writes. `paced`: also
+    stopped when it falls below MIN_SPEED (SubtitleError)."""
     out = Path(out).resolve()
     with atomic_path(out) as tmp:
         # (the temporary name ends in .tmp: ffmpeg is told the container, from the real name's extension)
@@ -299,7 +306,7 @@ def _write(
             cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **FFMPEG_PROCESS
         ) as proc:  # (closes the pipes on every path)
             try:
-                stderr = _follow(proc, duration, progress, timeout, stop)
+                stderr = _follow(proc, duration, progress, timeout, stop, paced=paced)
             finally:
                 kill_group(proc)  # ffmpeg and anything it started, on every way out
         if proc.returncode != 0:
@@ -319,16 +326,22 @@ def _follow(
     progress: Callable[[float], None],
     timeout: float,
     stop: threading.Event | None = None,
+    *,
+    paced: bool = False,
 ) -> str:
-    """Read ffmpeg's -progress lines until it exits; return its stderr. A watcher kills it after `timeout` s or
-    when `stop` is set."""
-    deadline, stopped, done = time.monotonic() + timeout, threading.Event(), threading.Event()
+    """Read ffmpeg's -progress lines until it exits; return its stderr. A watcher kills it after `timeout` s, when
+    `stop` is set, or (`paced`) when it has made less than MIN_SPEED s of video a second, GRACE s in or later."""
+    started = time.monotonic()
+    made, stopped, slow, done = [0.0], threading.Event(), threading.Event(), threading.Event()
 
     def watch() -> None:
         while not done.wait(0.2):
+            elapsed = time.monotonic() - started
             if stop is not None and stop.is_set():
                 stopped.set()
-            if stopped.is_set() or time.monotonic() > deadline:
+            if paced and elapsed >= GRACE and made[0] < min(duration or math.inf, MIN_SPEED * elapsed):
+                slow.set()
+            if stopped.is_set() or slow.is_set() or elapsed > timeout:
                 kill_group(proc)
                 return
 
@@ -339,14 +352,21 @@ def _follow(
     reader.start()
     try:
         for line in proc.stdout:
-            if line.startswith("out_time_us=") and duration > 0 and line.strip()[12:].isdigit():
-                progress(min(int(line.strip()[12:]) / 1e6 / duration, 1.0))
+            if line.startswith("out_time_us=") and line.strip()[12:].isdigit():
+                made[0] = int(line.strip()[12:]) / 1e6
+                if duration > 0:
+                    progress(min(made[0] / duration, 1.0))
         proc.wait()
     finally:
         done.set()
     reader.join()
     if stopped.is_set():
         raise Cancelled
+    if slow.is_set():
+        raise SubtitleError(
+            f"Burning in was too slow ({made[0]:.1f} s of video in {time.monotonic() - started:.0f} s) and was stopped:"
+            " the subtitles are too heavy to draw here; use soft subtitles, or a subtitle file with fewer effects"
+        )
     if proc.returncode == -signal.SIGKILL:
         raise SubtitleError(f"ffmpeg took longer than {timeout:.0f} s and was stopped")
     return errors[0] if errors else ""

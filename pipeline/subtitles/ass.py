@@ -15,7 +15,7 @@ from pipeline.asr.results import Word
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.subtitles.cues import CJK, CJK_LANGUAGES, Cue, timed_words
 from pipeline.subtitles.formats import Labels, clean_cues, dialogue, shown
-from pipeline.subtitles.read import MAX_CUE_CHARS, MAX_CUES, cue_too_long
+from pipeline.subtitles.read import MAX_CUE_CHARS, MAX_CUES, MAX_SUBTITLE_CHARS, cue_too_long
 
 LATIN_FONT = "DejaVu Sans"
 CJK_FONT = "Noto Sans CJK SC Regular"  # the name-table family (ID 1) libass matches; it also has Latin and Cyrillic
@@ -51,9 +51,11 @@ class Style:
             raise OptionError("margin", "The margin is a fraction of the picture's height: 0 to 0.5")
 
 
+MAX_DRAWING_CHARS = 20_000  # of one drawing (\\p1) in an ASS file: a sign's outline; libass draws it every frame
 DEFAULT_SIZE = (1920, 1080)  # an .ass file's picture for audio: players scale it to the video they show
 _KARAOKE = re.compile(r"\\(?:k|K|kf|ko)(\d+)")  # \k12, \K12, \kf12, \ko12: a syllable's centiseconds
 _BLOCK = re.compile(r"\{[^{}]*\}")  # an override block
+_DRAWING = re.compile(r"\{[^{}]*\\p0*[1-9]")  # drawing mode on (\p1…) in a block: pysubs2's is_drawing, in linear time
 
 
 def _ass_styles(style: Style, width: int, height: int, karaoke: bool) -> dict:
@@ -247,13 +249,20 @@ def read_ass(text: str, name: str = "The subtitle file"):
     and the script to burn as it is, without embedded fonts or pictures; SubtitleError over the limits."""
     import pysubs2
 
+    if len(text) > MAX_SUBTITLE_CHARS:
+        raise SubtitleError(f"{name} is over {MAX_SUBTITLE_CHARS // 1_000_000} MB of text: split it into shorter files")
     try:
         subs = pysubs2.SSAFile.from_string(text, format_="ass" if "[V4+ Styles]" in text else "ssa")
     except Exception:  # (pysubs2 raises its own and ValueError on a broken file)
         raise SubtitleError(f"{name} is not an ASS or SSA file Aegisub could open: check it there") from None
-    events = sorted((e for e in subs.events if e.is_text and not e.is_drawing), key=lambda e: e.start)
-    if len(events) > MAX_CUES:
+    shown = [e for e in subs.events if not e.is_comment]  # (drawings too: libass draws them all)
+    if len(shown) > MAX_CUES:
         raise SubtitleError(f"The subtitles have more than {MAX_CUES} cues: split them into shorter files")
+    drawings = {id(e) for e in shown if _DRAWING.search(e.text)}
+    for n, e in enumerate(shown, start=1):
+        if id(e) in drawings and len(e.text) > MAX_DRAWING_CHARS:
+            raise SubtitleError(f"Line {n} is a drawing of more than {MAX_DRAWING_CHARS} characters: simplify it")
+    events = sorted((e for e in shown if id(e) not in drawings), key=lambda e: e.start)
     cues = []
     for n, e in enumerate(events, start=1):
         if len(e.text) > 4 * MAX_CUE_CHARS:
@@ -270,14 +279,12 @@ def read_ass(text: str, name: str = "The subtitle file"):
 
 
 def _syllables(raw: str, start: float) -> tuple[Word, ...] | None:
-    import pysubs2
-
     if not _KARAOKE.search(raw):
         return None
     chunks, blocks = _BLOCK.split(raw), _BLOCK.findall(raw)
     words, at, length, gap = [], start, None, False  # (length: the open syllable's, from the last \\k)
     for i, chunk in enumerate(chunks):
-        text = pysubs2.SSAEvent(text=chunk).plaintext
+        text = chunk.replace("\\h", " ").replace("\\n", "\n").replace("\\N", "\n")  # (pysubs2's plaintext)
         if text.strip():  # (a leading space when one separates it from the word before, as whisper's words)
             spaced = words and (text[0].isspace() or gap)
             words.append(Word(at, at + (length or 0.0), (" " if spaced else "") + " ".join(text.split())))

@@ -56,7 +56,10 @@ def decode_subtitles(data: bytes, name: str = "The subtitle file") -> str:
         raise _too_long(name)
     for bom, codec in _BOMS:
         if data.startswith(bom):
-            return data[len(bom) :].decode(codec, errors="replace")
+            text = data[len(bom) :].decode(codec, errors="replace")
+            if len(text) > MAX_SUBTITLE_CHARS:  # (2 or 4 bytes a character: the bytes were let in up to 4x)
+                raise _too_long(name)
+            return text
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

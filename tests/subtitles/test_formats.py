@@ -193,6 +193,15 @@ def test_uploaded_subtitles_are_read_in_their_encoding(lines, encoding):
     assert [c.text for c in parse(decode_subtitles(srt_of(lines).encode(encoding)))] == lines
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_wide_encoding_is_held_to_the_character_limit_too(encoding):
+    """A byte order mark let up to 4x the bytes in, for 2- and 4-byte characters: 3.95 M characters got past the
+    2-M cap in UTF-16 (issue 49, item 8). The text decoded is held to it."""
+    with pytest.raises(SubtitleError, match="^talk.ass is over 2 MB of text"):
+        decode_subtitles(("x" * (MAX_SUBTITLE_CHARS + 1)).encode(encoding), "talk.ass")
+    assert len(decode_subtitles(("x" * (MAX_SUBTITLE_CHARS - 1)).encode(encoding))) == MAX_SUBTITLE_CHARS - 1
+
+
 def test_a_subtitle_file_over_the_limit_is_refused_before_it_is_decoded():
     with pytest.raises(SubtitleError, match=r"^talk.srt is over 2 MB of text"):
         decode_subtitles(b"x" * (MAX_SUBTITLE_CHARS + 1), "talk.srt")

@@ -27,7 +27,7 @@ from pipeline.media.video import BurnOptions
 from pipeline.subtitles.ass import Style, ass_file, read_ass, style_of, to_ass
 from pipeline.subtitles.cues import Cue, timed_words
 from pipeline.subtitles.formats import to_vtt
-from pipeline.subtitles.read import is_ass, parse
+from pipeline.subtitles.read import MAX_CUES, is_ass, parse
 
 TESSERACT = shutil.which("tesseract")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -387,3 +387,45 @@ def test_a_burn_script_with_lit_words_grows_with_the_text_not_its_square():
     for box in (False, True):
         script = to_ass(parse(srt), 1920, 1080, style=Style(highlight_words=True, box=box))
         assert len(script) < 12 * len(srt)  # 2 or 3 copies, and "{\k1}" or "{\ko1}" a word; it was 500 times
+
+
+def _script(*texts: str) -> str:
+    head = to_ass([Cue(0, 1, "x")], 640, 360).split("[Events]")[0]
+    lines = [f"Dialogue: 0,0:00:00.00,0:00:05.00,Default,,0,0,0,,{t}" for t in texts]
+    return (
+        head
+        + "[Events]\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n"
+        + "\n".join(lines)
+    )
+
+
+@pytest.mark.parametrize(
+    "texts, problem",
+    [
+        (["Hello", "{\\p1}m 0 0 l 10 0 10 10"], None),  # a small drawing: kept, not a cue
+        (["Hello", "{\\p1}" + "m 0 0 l 10 0 " * 2000], "Line 2 is a drawing of more than 20000 characters"),
+        (["Hello", "{\\an8\\p2}" + "m 0 0 l 10 0 " * 2000], "Line 2 is a drawing"),
+        (["Hello {\\p1}" + "m 0 0 l 10 0 " * 2000 + "{\\p0}"], "Line 1 is a drawing"),
+        (["Hello"] + ["{\\p1}m 0 0 l 1 1"] * MAX_CUES, f"The subtitles have more than {MAX_CUES} cues"),
+        (["{\\pos(10,10)}Hello"], None),  # \pos is not \p
+    ],
+)
+def test_drawings_count_and_are_bounded(texts, problem):
+    """pysubs2 calls an event with {\\p1} a drawing: it was neither counted nor measured, and one 1.9-MB drawing took
+    1-3 s a frame to burn (issue 49, item 8)."""
+    if problem is None:
+        cues, script = read_ass(_script(*texts))
+        assert [c.text for c in cues] == ["Hello"] and script.count("Dialogue:") == len(texts)
+    else:
+        with pytest.raises(SubtitleError, match="^" + re.escape(problem)):
+            read_ass(_script(*texts))
+
+
+def test_karaoke_syllables_are_read_in_linear_time():
+    """700 events of 400 karaoke syllables (1.7 MB) took 6 s to read, most of it in pysubs2's drawing test."""
+    import time
+
+    started = time.monotonic()
+    cues, _ = read_ass(_script(*["{\\k5}a" * 400] * 700))
+    assert len(cues) == 700 and len(cues[0].words) == 400
+    assert time.monotonic() - started < 3.0
