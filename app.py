@@ -42,13 +42,11 @@ from pipeline.jobs.service import (
     core_share,
     cue_problems,
     escape_markdown,
-    media_lines,
     memory_problem,
     picker_colour,
-    style_fields,
 )
-from pipeline.jobs.spec import JobSpec, Source, SubtitleText
-from pipeline.media.audio import Limits, probe
+from pipeline.jobs.spec import JobSpec, SubtitleText
+from pipeline.media.audio import Limits
 from pipeline.media.download import SITES
 from pipeline.media.video import PREVIEW_SECONDS
 from pipeline.subtitles.ass import Style
@@ -202,18 +200,6 @@ class SubtitleApp(Service):
             return "**Too many checks from your address: wait a few seconds, then edit again**"
         return cue_problems(table)
 
-    def describe(self, files: list[str] | None, seen: list[str] | None = None) -> tuple[list[str], str, list[str]]:
-        """On upload: the files of this upload replace the ones before (the file box would add them to the list),
-        and the media line shows their titles and durations, before any job. Returns (files, media line, files)."""
-        files = [f for f in files or [] if f not in set(seen or [])] or list(files or [])
-        sources = []
-        for name in files:
-            try:
-                sources.append(Source(Path(name).name, Path(name).name, Path(name), probe(Path(name))))
-            except SubtitleError as e:
-                return files, f"**Error:** {escape_markdown(str(e))}", files
-        return files, media_lines(sources), files
-
 
 def _fail(error: SubtitleError) -> Iterator[tuple]:
     """The reason in the status line, where it stays (the pop-up goes after a few seconds), then the pop-up."""
@@ -251,6 +237,10 @@ def form_to_spec(**form) -> JobSpec:
     )
 
 
+def _client(request: gr.Request | None) -> str:
+    return request.client.host if request is not None and request.client else ""
+
+
 def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = ()) -> Callable[..., Iterator[tuple]]:
     """`method(*before, **form)` as a Gradio function of positional values (`before`, then FORM's fields). Its
     signature names the fields with their defaults: Gradio reads it for the API's parameter names."""
@@ -258,7 +248,7 @@ def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = (
 
     def call(*values) -> Iterator[tuple]:
         *values, request = values  # (Gradio hands the request to a parameter annotated gr.Request)
-        client = request.client.host if request is not None and request.client else ""
+        client = _client(request)
         fields = dict(zip(names[len(before) :], values[len(before) :]))
         yield from method(*values[: len(before)], client=client, **fields)
 
@@ -314,13 +304,25 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             old_name = gr.Textbox(label="Rename the speaker…", placeholder="Speaker 1", elem_id="old-speaker")
             new_name = gr.Textbox(label="…to", placeholder="Alice", elem_id="new-speaker")
             rename = gr.Button("Rename in every cue", elem_id="rename")
+
+        # uploads read at once (Service.reading: one a client, READ_SLOTS for all); an ASS file's look goes in the
+        # style fields
+        def describe(files, seen, request: gr.Request):  # (the files of this upload replace the ones before)
+            files, line = app.describe(files, seen, _client(request))
+            return files, line, files
+
+        def style(path, request: gr.Request):
+            return [app.style(path, _client(request)).get(name, gr.skip()) for name in STYLE_FIELDS]
+
+        def check_cues(table, request: gr.Request):
+            return app.check_cues(table, _client(request))
+
+        for handler in (describe, style, check_cues):  # (Gradio passes the request by this annotation)
+            handler.__annotations__ = {"request": gr.Request}
         files = widgets["files"]
-        files.upload(app.describe, [files, seen], [files, about, seen], show_progress="hidden")
-        styled = [widgets[name] for name in STYLE_FIELDS]  # an ASS file brought: its look in the style fields
-        widgets["subtitles"].upload(
-            lambda path: [style_fields(path).get(name, gr.skip()) for name in STYLE_FIELDS], widgets["subtitles"],
-            styled, show_progress="hidden",
-        )  # fmt: skip
+        files.upload(describe, [files, seen], [files, about, seen], show_progress="hidden")
+        styled = [widgets[name] for name in STYLE_FIELDS]
+        widgets["subtitles"].upload(style, widgets["subtitles"], styled, show_progress="hidden")
         form = [widgets[name] for name in DEFAULTS]
         results = [about, status, cues, preview, downloads]
         job = button.click(endpoint(app.subtitle), form, results, api_name="subtitle", show_progress="hidden")
@@ -330,10 +332,6 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         )  # fmt: skip
 
         # the rules, checked as the person edits (quick and bounded: not queued behind jobs, rate-limited per client)
-        def check_cues(table, request: gr.Request):
-            return app.check_cues(table, request.client.host if request is not None and request.client else "")
-
-        check_cues.__annotations__ = {"request": gr.Request}  # (Gradio passes the request by this annotation)
         cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last",
                    api_name="check_cues")  # fmt: skip
         rename.click(app.rename, [cues, old_name, new_name], cues, api_name="rename_speaker", show_progress="hidden")

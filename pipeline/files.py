@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,15 +72,30 @@ def sweep(folder: Path) -> None:
         entries = list(os.scandir(folder))
     except OSError:
         return
-    for entry in entries:
-        match = _OURS.match(entry.name)
-        if match is None or os.path.exists(f"/proc/{match[1] or match[2]}") or not os.path.exists("/proc/self"):
-            continue
+    left = [e for e in entries if (m := _OURS.match(e.name)) and not os.path.exists(f"/proc/{m[1] or m[2]}")]
+    if not left or not os.path.exists("/proc/self"):
+        return
+    _kill_working_in([os.path.realpath(e.path) for e in left if e.is_dir(follow_symlinks=False)])
+    for entry in left:
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
+
+
+def _kill_working_in(folders: list[str]) -> None:
+    """SIGKILL the processes of this user (an ffmpeg a killed server left) that work in one of `folders`, or name
+    something in it: their folder is about to go."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        if any(cwd == f or cwd.startswith(f + os.sep) or any(f + os.sep in a for a in args) for f in folders):
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def _umask() -> int:

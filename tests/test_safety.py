@@ -763,3 +763,29 @@ def test_a_script_too_slow_to_draw_gives_the_slot_back_at_once(tmp_path, monkeyp
     assert time.monotonic() - started < 3.0 + 2.0
     assert list((tmp_path / "out").iterdir()) == []
     assert burn(clip, [Cue(0, 19, "An ordinary line")], tmp_path / "out" / "plain.mp4", options=BurnOptions()).exists()
+
+
+def test_a_restart_kills_what_a_killed_server_left_working_in_its_folders(tmp_path):
+    """Where the parent-death signal is missing or was dodged, a killed server's ffmpeg ran on (issue 49, item 11):
+    the next start on the same folder kills the processes working in, or naming, the dead server's job folders."""
+    import sys
+
+    from pipeline.files import sweep
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id no process has now: the killed server's
+    jobs = tmp_path / "jobs"
+    folder = jobs / f"job-{gone.pid}-x"
+    (folder / "burn").mkdir(parents=True)
+    wait = [sys.executable, "-c", "import time; time.sleep(300)"]
+    inside = subprocess.Popen(wait, cwd=folder / "burn", start_new_session=True)
+    naming = subprocess.Popen([*wait, str(folder / "in.mp4")], start_new_session=True)
+    other = subprocess.Popen([*wait, str(tmp_path / "in.mp4")], cwd=tmp_path, start_new_session=True)
+    try:
+        sweep(jobs)
+        assert inside.wait(5) == naming.wait(5) == -9
+        assert other.poll() is None and not folder.exists()
+    finally:
+        for p in (inside, naming, other):
+            p.kill()
+            p.wait()

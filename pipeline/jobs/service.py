@@ -3,6 +3,7 @@ checks, each client's word times of its last cues, server sizing, and the page's
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -24,7 +25,7 @@ from pipeline.files import sweep
 from pipeline.jobs.executors import Executor
 from pipeline.jobs.outputs import write_outputs, zip_outputs
 from pipeline.jobs.spec import CueDecoded, FileFailed, JobResult, JobSpec, Policy, Progress, Source, SourceFound
-from pipeline.media.audio import Limits, hms
+from pipeline.media.audio import Limits, hms, probe
 from pipeline.media.download import SITES
 from pipeline.subtitles.ass import read_ass, style_of
 from pipeline.subtitles.check import check, parse_srt
@@ -47,6 +48,7 @@ CHECKS_PER_WINDOW, CHECK_WINDOW = 20, 10.0
 WORD_BYTES = 240  # a Word as Python holds it (object, dict, floats, its str) but its characters: tracemalloc
 MAX_CLIENT_WORD_BYTES = 32 * 2**20
 MAX_WORD_BYTES = 256 * 2**20
+READ_SLOTS = 2  # uploads read at once (probed, or an ASS file's style), beside the job slots; one a client
 # Memory a job takes beyond the shared model, from the speed benchmark's hour (1.53 GB peak with 0.45 GB of libraries
 # and model): about 1.1 GB per hour of audio (its samples, mel windows, decoder caches), plus 0.25 GB of working room.
 JOB_BASE_BYTES, JOB_BYTES_PER_HOUR = 0.25e9, 1.1e9
@@ -215,6 +217,8 @@ class Service:
         )
         self._clients: Counter[str] = Counter()  # jobs working or waiting, by client address
         self._checks: dict[str, deque[float]] = {}  # when each client's last cue checks came, for CHECKS_PER_WINDOW
+        self._reading: set[str] = set()  # clients with an upload being read
+        self._read_slots = threading.BoundedSemaphore(READ_SLOTS)
         self._lock = threading.Lock()
         sweep(options.jobs_dir)  # the job folders of a server that was killed (their names carry its process id)
 
@@ -234,6 +238,41 @@ class Service:
     def release(self, client: str) -> None:
         with self._lock:
             self._clients[client] -= 1
+
+    @contextlib.contextmanager
+    def reading(self, client: str) -> Iterator[None]:
+        """Around reading an upload: one at a time for a client (SubtitleError for a second), READ_SLOTS for all."""
+        with self._lock:
+            if client in self._reading:
+                raise SubtitleError("Your last upload is still being read: wait for it, then drop the next")
+            self._reading.add(client)
+        try:
+            with self._read_slots:
+                yield
+        finally:
+            with self._lock:
+                self._reading.discard(client)
+
+    def describe(self, files: list[str] | None, seen: list[str] | None = None, client: str = "") -> tuple[list, str]:
+        """On upload: (the files, their media line: titles and durations, before any job). The files of this upload
+        replace those `seen` before (the file box would add them to the list): at most max_files, read in a read
+        slot (reading)."""
+        files = [f for f in files or [] if f not in set(seen or [])] or list(files or [])
+        try:
+            if len(files) > self.options.limits.max_files:
+                raise SubtitleError(f"{len(files)} files: drop at most {self.options.limits.max_files} at once")
+            with self.reading(client):
+                return files, media_lines([Source(Path(f).name, Path(f).name, Path(f), probe(Path(f))) for f in files])
+        except SubtitleError as e:
+            return files, f"**Error:** {escape_markdown(str(e))}"
+
+    def style(self, path: str | None, client: str = "") -> dict[str, Any]:
+        """style_fields of an uploaded file, read in a read slot; empty when the client has a read going already."""
+        try:
+            with self.reading(client):
+                return style_fields(path)
+        except SubtitleError:
+            return {}
 
     def allow_check(self, client: str) -> bool:
         """Whether `client` may check its cues now: CHECKS_PER_WINDOW in CHECK_WINDOW seconds."""

@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -76,18 +77,41 @@ def _die_with_parent(libc=_LIBC) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-# how every ffmpeg is started: a process group of its own (killed whole), dying with the server
-FFMPEG_PROCESS = {"start_new_session": True, "preexec_fn": _die_with_parent}
+# the data (RLIMIT_DATA) one ffmpeg may hold: a file made to need more (a 400-MB MKV of attachments took 1.8 GB to
+# probe) fails alone; a 4K HEVC burn takes about 600 MB
+PROBE_MEMORY, DECODE_MEMORY, WRITE_MEMORY = 256 * 2**20, 512 * 2**20, 2 * 2**30
+
+
+def ffmpeg_process(memory: int) -> dict:
+    """Popen's arguments for every ffmpeg: a process group of its own (killed whole), dying with the server, and at
+    most `memory` bytes of data."""
+
+    def start() -> None:
+        _die_with_parent()
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+
+    return {"start_new_session": True, "preexec_fn": start}
+
+
+def out_of_memory(stderr: str, what: str, memory: int) -> SubtitleError | None:
+    """The error for an ffmpeg stopped at its memory bound, else None."""
+    if "Cannot allocate memory" not in stderr:
+        return None
+    return SubtitleError(
+        f"{what} needs more than the {memory >> 20} MB of memory this server gives it: use another file"
+    )
 
 
 def run_ffmpeg(
-    args: list[str], timeout: float | None, stop: threading.Event | None = None, what: str = "ffmpeg"
-) -> tuple[int, bytes, str]:
-    """Run ffmpeg in its own process group; return (exit code, stdout, stderr). The group is killed when `timeout`
-    seconds pass (SubtitleError) or `stop` is set (Cancelled), and on any other way out: nothing outlives the call."""
+    args: list[str], timeout: float | None, stop: threading.Event | None = None, what: str = "ffmpeg",
+    *, memory: int = DECODE_MEMORY,
+) -> tuple[int, bytes, str]:  # fmt: skip
+    """Run ffmpeg in its own process group with at most `memory` bytes of data; return (exit code, stdout, stderr).
+    The group is killed when `timeout` seconds pass (SubtitleError) or `stop` is set (Cancelled), and on any other way
+    out: nothing outlives the call."""
     with subprocess.Popen(
         [ffmpeg_exe(), "-hide_banner", "-nostdin", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **FFMPEG_PROCESS,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **ffmpeg_process(memory),
     ) as proc:  # fmt: skip
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -136,8 +160,10 @@ class MediaInfo:
 def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     """What is in a media file, from `ffmpeg -i` (which exits non-zero because no output is given)."""
     path = _existing(path)
-    _, _, stderr = run_ffmpeg(ffmpeg_input(path), PROBE_TIMEOUT, stop, f"Reading {path.name}")
+    _, _, stderr = run_ffmpeg(ffmpeg_input(path), PROBE_TIMEOUT, stop, f"Reading {path.name}", memory=PROBE_MEMORY)
     streams = [(m.group(1), m.group(2), m.group(3)) for m in _STREAM.finditer(stderr)]
+    if not streams and (error := out_of_memory(stderr, f"Reading {path.name}", PROBE_MEMORY)):
+        raise error
     if not streams:  # (playlists, image sequences and other files that open more files are not read at all)
         raise SubtitleError(
             f"{path.name} is not a media file this server reads ({last_line(stderr)}): use a video or audio file "
@@ -221,6 +247,8 @@ def load_audio(
     if code != 0:
         if "matches no streams" in stderr:
             raise _no_audio(path)
+        if error := out_of_memory(stderr, f"Decoding the audio of {path.name}", DECODE_MEMORY):
+            raise error
         raise SubtitleError(f"ffmpeg cannot read {path.name} ({last_line(stderr)}): is it a video or audio file?")
     audio = np.frombuffer(pcm, np.int16).astype(np.float32)
     del pcm  # the PCM bytes: 115 MB an hour

@@ -26,13 +26,15 @@ from xml.sax.saxutils import escape
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path, work_folder
 from pipeline.media.audio import (
-    FFMPEG_PROCESS,
+    WRITE_MEMORY,
     MediaInfo,
     ffmpeg_exe,
     ffmpeg_input,
+    ffmpeg_process,
     human_size,
     kill_group,
     last_line,
+    out_of_memory,
     probe,
 )
 from pipeline.subtitles.ass import (  # (the look of subtitles: pipeline/subtitles/ass.py)
@@ -303,13 +305,21 @@ def _write(
         cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
                *args, *cap, "-f", muxer, str(tmp)]  # fmt: skip
         with subprocess.Popen(
-            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **FFMPEG_PROCESS
+            cmd,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            **ffmpeg_process(WRITE_MEMORY),
         ) as proc:  # (closes the pipes on every path)
             try:
                 stderr = _follow(proc, duration, progress, timeout, stop, paced=paced)
             finally:
                 kill_group(proc)  # ffmpeg and anything it started, on every way out
         if proc.returncode != 0:
+            if error := out_of_memory(stderr, f"Writing {out.name}", WRITE_MEMORY):
+                raise error
             last = last_line(stderr, f"exit code {proc.returncode}")
             raise SubtitleError(f"ffmpeg could not write {out.name} ({last})")
         if max_bytes is not None and tmp.stat().st_size >= max_bytes:

@@ -3,7 +3,11 @@ client's cues never evict another's while the total has room."""
 
 from __future__ import annotations
 
+import os
 import tracemalloc
+from pathlib import Path
+
+import pytest
 
 from pipeline.asr.results import Word
 from pipeline.jobs.service import WordTimes
@@ -57,3 +61,88 @@ def test_the_total_evicts_the_oldest_client_first():
     kept.remember("second", second)
     assert kept.bytes <= 80_000
     assert kept.words("first", first[0]) is None and kept.words("second", second[0]) == second[0].words
+
+
+def service(tmp_path, **limits):
+    from pipeline.asr.cache import ModelCache
+    from pipeline.jobs.executors import InProcess
+    from pipeline.jobs.service import ServerOptions, Service
+    from pipeline.media.audio import Limits
+
+    return Service(
+        InProcess(ModelCache()), [("base", "base")], ServerOptions(limits=Limits(**limits), jobs_dir=tmp_path)
+    )
+
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def test_uploads_are_read_one_at_a_time_for_a_client_and_in_read_slots(tmp_path):
+    """/describe probed outside any slot, any number of files (issue 49, item 6; one request, 300 probes). Now at
+    most max_files are read, one upload a client at a time, READ_SLOTS for the whole server."""
+    import threading
+
+    from pipeline.jobs.service import READ_SLOTS
+
+    app = service(tmp_path, max_files=3)
+    flac, wav = str(DATA / "en_jfk.flac"), str(DATA / "en_mfa_whisper.flac")
+    files, line = app.describe([flac, wav], client="a")
+    assert (files, line) == ([flac, wav], "**en\\_jfk.flac** · 0:11\n\n**en\\_mfa\\_whisper.flac** · 0:06")
+    assert app.describe([flac] * 4, client="a")[1] == "**Error:** 4 files: drop at most 3 at once"
+    with app.reading("a"):
+        assert app.describe([flac], client="a")[1].startswith("**Error:** Your last upload is still being read")
+        assert app.style(str(DATA / "en_jfk.flac"), client="a") == {}
+        assert app.describe([flac], client="b")[1] == "**en\\_jfk.flac** · 0:11"  # another client is read meanwhile
+    held = [threading.Event() for _ in range(READ_SLOTS)]
+    release = threading.Event()
+
+    def hold(n: int) -> None:
+        with app.reading(f"holder{n}"):
+            held[n].set()
+            release.wait(10)
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in range(READ_SLOTS)]
+    for t in threads:
+        t.start()
+    for h in held:
+        assert h.wait(10)
+    waited = threading.Thread(target=app.describe, args=([flac], None, "c"))
+    waited.start()
+    waited.join(0.5)
+    assert waited.is_alive()  # every read slot taken: the next upload waits
+    release.set()
+    waited.join(10)
+    assert not waited.is_alive()
+    for t in threads:
+        t.join()
+
+
+@pytest.mark.slow
+def test_ffmpeg_reading_an_upload_holds_a_bounded_memory(tmp_path):
+    """A 400-MB MKV of two 200-MB attachments took 1.8 GB of RSS a probe, three at once 6.2 GB (issue 49, item 6):
+    every ffmpeg now runs with a bound on its data (RLIMIT_DATA), and the probe still reads the streams."""
+    import subprocess
+    import sys
+
+    from conftest import ffmpeg
+
+    from pipeline.media.audio import PROBE_MEMORY
+
+    blobs = []
+    for n in range(2):
+        blobs.append(tmp_path / f"font{n}.ttf")
+        with open(blobs[-1], "wb") as f:
+            for _ in range(15):
+                f.write(os.urandom(10 * 2**20))
+    mkv = tmp_path / "attached.mkv"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=s=320x240:d=2", "-f", "lavfi", "-i", "sine=d=2", "-shortest",
+           "-c:v", "libx264", "-c:a", "aac", "-attach", str(blobs[0]), "-attach", str(blobs[1]),
+           "-metadata:s:t", "mimetype=application/x-truetype-font", str(mkv))  # fmt: skip
+    child = (
+        "import resource, sys\nfrom pipeline.media.audio import probe\n"
+        "info = probe(sys.argv[1])\nprint(info.has_audio, info.has_video, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", child, str(mkv)], cwd=Path(__file__).parents[2], capture_output=True,
+                         text=True, check=True).stdout.split()  # fmt: skip
+    assert out[:2] == ["True", "True"]
+    assert int(out[2]) * 1024 < PROBE_MEMORY  # (the 300 MB of attachments would be read whole)
