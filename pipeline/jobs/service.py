@@ -3,6 +3,7 @@ checks, each client's word times of its last cues, server sizing, and the page's
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -71,6 +72,11 @@ class ServerOptions:
     concurrency: int = 1  # jobs working at once (a cancelled job's slot is free only once its work has stopped)
     queue_size: int = 20  # jobs that may wait for a slot; more are turned away
     per_client: int = 2  # jobs one client (address) may have working or waiting
+
+
+def _remove_own_jobs(jobs_dir: Path) -> None:
+    for folder in Path(jobs_dir).glob(f"job-{os.getpid()}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def status_line(line: str, elapsed: float) -> str:
@@ -221,6 +227,7 @@ class Service:
         self._read_slots = threading.BoundedSemaphore(READ_SLOTS)
         self._lock = threading.Lock()
         sweep(options.jobs_dir)  # the job folders of a server that was killed (their names carry its process id)
+        atexit.register(_remove_own_jobs, options.jobs_dir)  # and this one's, when it stops (kept ones included)
 
     def admit(self, client: str) -> None:
         """Count the job in, or refuse it: one client may have `per_client` jobs working or waiting, and the server
