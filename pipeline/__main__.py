@@ -286,6 +286,9 @@ def _print(events, say, inputs: int) -> JobResult:
             say(f"{names.get(event.index, '')}: wrote {event.path}")
         elif isinstance(event, FileFailed):
             print(f"error: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, FileDone):
+            for note in event.file.notes:
+                print(f"note: {note}", file=sys.stderr, flush=True)
         elif isinstance(event, FileSkipped):
             say(f"{event.name}: skipped, its outputs are there from an earlier run (--overwrite to redo)")
         if isinstance(event, FileDone | FileFailed | FileSkipped) and inputs > 1:

@@ -331,7 +331,9 @@ class _Batch:
                 path.unlink(missing_ok=True)
             return self.fail(i, f"Could not write the subtitles of {source.title}: {e.strerror}")
         mapped = dict(zip(one.outputs, written))
-        result = FileResult(source, one.result, tuple(written), mapped.get(one.burned), one.seconds, shown)
+        result = FileResult(
+            source, one.result, tuple(written), mapped.get(one.burned), one.seconds, shown, notes=one.notes
+        )
         for path in written:
             self._emit(FileWritten(i, path))
         self.files[i] = result

@@ -194,11 +194,16 @@ class _Job:
             written.append(path)
             outputs.append(path)
             self.emit(FileWritten(i, path))
-        burned = self._burn(i, source, result, stem, written)
+        # the videos are extras: one that cannot be made is a note, and the subtitles are delivered
+        notes: list[str] = []
+        burned = _or_note(lambda: self._burn(i, source, result, stem, written), "burned-in video", notes, None)
         outputs += [burned] if burned else []
-        outputs += self._soft(i, source, result, stem, written)
-        shown = self._preview(i, source, stem, written) if self.spec.preview and burned is None else None
-        return FileResult(source, result, tuple(outputs), burned, time.monotonic() - started, shown)
+        outputs += _or_note(lambda: self._soft(i, source, result, stem, written), "subtitle tracks", notes, [])
+        shown = None
+        if self.spec.preview and burned is None:
+            shown = _or_note(lambda: self._preview(i, source, stem, written), "preview", notes, None)
+        took = time.monotonic() - started
+        return FileResult(source, result, tuple(outputs), burned, took, shown, notes=tuple(notes))
 
     def _source(self, i: int, media: MediaInfo | None) -> Source:
         """Input i as a local media file: the file itself, or what its link downloads to (checked as a file is)."""
@@ -343,6 +348,15 @@ class _Job:
         self.pending.remove(i)
         self.done = 0.0
         return result
+
+
+def _or_note(make, what: str, notes: list[str], instead):
+    """make(), or `instead` with a note when it fails (SubtitleError; a Cancel still stops the job)."""
+    try:
+        return make()
+    except SubtitleError as e:
+        notes.append(f"No {what}: {str(e).rstrip('.')}. The subtitles are ready.")
+        return instead
 
 
 _NO_LIMITS = Limits(max_bytes=1 << 62, max_duration=float("inf"), max_files=1 << 30)

@@ -392,6 +392,7 @@ class Service:
             preview = None
         audio = sum(f.result.info.duration for f in result.files)
         status = f"Done: {hms(audio)} of audio in {hms(took)}."
+        status += "".join(f" {note}" for f in result.files for note in f.notes)
         if result.failed:
             status += " Failed: " + "; ".join(f.message for f in result.failed)
         rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding

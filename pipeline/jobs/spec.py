@@ -116,6 +116,7 @@ class FileResult:
     burned: Path | None = None  # the video with the cues burned in, when asked for
     seconds: float = 0.0  # wall time this input took
     preview: Path | None = None  # a video a browser plays (JobSpec.preview), in out_dir, not among the outputs
+    notes: tuple[str, ...] = ()  # videos that could not be made, one line each: the subtitles are delivered anyway
 
 
 @dataclass(frozen=True)

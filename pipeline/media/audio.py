@@ -31,6 +31,7 @@ SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)")
 _SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
+_RATE = re.compile(r", (\d{3,6}) Hz")
 _ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees")
 
 
@@ -155,6 +156,7 @@ class MediaInfo:
     audio_codec: str | None = None  # aac, mp3, opus, ...
     width: int | None = None  # as displayed: phone videos stored sideways with a rotation are swapped back
     height: int | None = None
+    sample_rate: int | None = None  # of the first audio stream, Hz
 
 
 def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
@@ -180,9 +182,11 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
         width, height = int(size.group(1)), int(size.group(2))
         if (rotation := _ROTATION.search(stderr)) and round(float(rotation.group(1))) % 180 == 90:
             width, height = height, width
+    rate = audio and _RATE.search(audio[2])
     return MediaInfo(
-        duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height
-    )
+        duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height,
+        int(rate.group(1)) if rate else None,
+    )  # fmt: skip
 
 
 def require_audio(path: Path, stop: threading.Event | None = None) -> MediaInfo:

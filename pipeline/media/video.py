@@ -61,6 +61,7 @@ PREVIEW_SECONDS = 60.0  # of a video browsers cannot play, re-encoded for the pr
 MIN_SPEED, GRACE = 0.1, 8.0
 MP4_VIDEO = {"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mjpeg"}  # copied into a soft-subtitle MP4
 MP4_AUDIO = {"aac", "mp3", "opus", "flac", "ac3", "eac3", "alac"}  # others are re-encoded to AAC for the MP4
+MPEG1_RATES = {32000, 44100, 48000}  # MP3 an MP4 takes: MPEG-1 Layer III (phones' 8-kHz MP3 is MPEG-2.5)
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def burn(
         f = min(1.0, (MAX_PIXELS / (media.width * media.height)) ** 0.5)
         vf = f"ass=subs.ass:fontsdir=fonts,scale=trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2,format=yuv420p"
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
-        audio = ["-c:a", "copy"] if media.audio_codec in BROWSER_AUDIO else ["-c:a", "aac", "-b:a", "160k"]
+        audio = ["-c:a", "copy"] if _copies(media, BROWSER_AUDIO) else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
                 "-map", "0:V:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
                 "-crf", str(options.crf), "-maxrate", str(BURN_MAX_RATE), "-bufsize", str(2 * BURN_MAX_RATE), *audio,
@@ -181,6 +182,11 @@ def _fontconfig_env(work: Path) -> dict[str, str]:
     return {**os.environ, "FONTCONFIG_FILE": str(work / "fonts.conf")}
 
 
+def _copies(media: MediaInfo, codecs: set[str]) -> bool:
+    """Whether the audio is copied into a container that takes `codecs`: MP3 only at MPEG-1's rates."""
+    return media.audio_codec in codecs and (media.audio_codec != "mp3" or media.sample_rate in MPEG1_RATES)
+
+
 def can_mux_mp4(media: MediaInfo) -> bool:
     """Whether the video stream can be copied into an MP4 (audio that can't is re-encoded to AAC instead)."""
     return media.video_codec is None or media.video_codec in MP4_VIDEO
@@ -215,7 +221,7 @@ def mux_soft(
         mp4 = codec == "mov_text"
         if mp4 and not can_mux_mp4(media):
             raise SubtitleError(f"{media.video_codec} video can't go into an MP4 without re-encoding: use .mkv")
-        audio = "copy" if not mp4 or media.audio_codec in MP4_AUDIO or media.audio_codec is None else "aac"
+        audio = "copy" if not mp4 or media.audio_codec is None or _copies(media, MP4_AUDIO) else "aac"
         args = [*ffmpeg_input(video), "-i", subs, "-map", "0:v?", "-map", "0:a?", "-map", "1:0",
                 "-c:v", "copy", "-c:a", audio, "-c:s", codec,
                 "-metadata:s:s:0", f"language={iso639_2(language, terminology=mp4)}",
@@ -256,7 +262,7 @@ def preview(
                     threads=threads, max_bytes=max_bytes)  # fmt: skip
     webm = out.suffix == ".webm"
     playable = WEBM_AUDIO if webm else BROWSER_AUDIO
-    audio = ["-c:a", "copy"] if media.audio_codec in playable else (
+    audio = ["-c:a", "copy"] if _copies(media, playable) else (
         ["-c:a", "libopus", "-b:a", "128k"] if webm else ["-c:a", "aac", "-b:a", str(AUDIO_RATE)])  # fmt: skip
     picture = ["-map", "0:V:0", "-c:v", "copy"] if media.has_video else ["-vn"]  # (V: never a cover picture)
     args = [*ffmpeg_input(source), *picture, "-map", "0:a:0?", *audio, "-sn", "-dn",
