@@ -32,19 +32,8 @@ from pipeline.errors import OptionError
 from pipeline.jobs.body_limit import SESSION_BYTES, SESSION_MEMORY, BodyLimit
 from pipeline.jobs.build import build_spec
 from pipeline.jobs.executors import add_arguments, executor
-from pipeline.jobs.service import (
-    SKIP,
-    STYLE_FIELDS,
-    ServerOptions,
-    Service,
-    Shown,
-    available_memory,
-    core_share,
-    cue_problems,
-    escape_markdown,
-    memory_problem,
-    picker_colour,
-)
+from pipeline.jobs.page import STYLE_FIELDS, cue_problems, escape_markdown, inputs_named, origin_problem, picker_colour
+from pipeline.jobs.service import SKIP, ServerOptions, Service, Shown, available_memory, core_share, memory_problem
 from pipeline.jobs.spec import JobSpec, SubtitleText
 from pipeline.media.audio import Limits
 from pipeline.media.download import SITES
@@ -158,9 +147,8 @@ class SubtitleApp(Service):
     """The page's requests, on the shared Service: each a generator of page updates, errors as gr.Error."""
 
     def subtitle(self, client: str = "", **form) -> Iterator[tuple]:
-        """One job from the page's form (FORM's names; what is not given is its default), for `client` (its
-        address). Yields (about, status, cue table, preview video, files to download) as the job goes; the last is
-        complete."""
+        """One job from the page's form (FORM's names; defaults for the rest), for `client` (its address). Yields
+        (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
         yield "", "", cue_table([], False), None, None  # a new job starts from a clean page: no old results beside it
         admitted = False
         try:
@@ -192,7 +180,7 @@ class SubtitleApp(Service):
         try:
             return rename_speaker(table, old, new)
         except SubtitleError as e:
-            raise gr.Error(str(e), print_exception=False) from None
+            raise gr.Error(str(e), duration=5, print_exception=False) from None
 
     def check_cues(self, table, client: str = "") -> str:
         """cue_problems for the page, at most CHECKS_PER_WINDOW times in CHECK_WINDOW seconds for one client."""
@@ -204,7 +192,7 @@ class SubtitleApp(Service):
 def _fail(error: SubtitleError) -> Iterator[tuple]:
     """The reason in the status line, where it stays (the pop-up goes after a few seconds), then the pop-up."""
     yield gr.skip(), f"**Error:** {escape_markdown(str(error))}", gr.skip(), gr.skip(), gr.skip()
-    raise gr.Error(str(error), print_exception=False) from None
+    raise gr.Error(str(error), duration=5, print_exception=False) from None
 
 
 def _page(update: tuple) -> tuple:
@@ -274,6 +262,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
     with gr.Blocks(title="Subtitle generator", delete_cache=(3600, 3600)) as demo:
         gr.Markdown("# Subtitle generator\nVideo in, subtitles out: Whisper on your CPU with OpenVINO.")
         seen = gr.State([])  # the files of the last upload: a new upload replaces them
+        made_from = gr.State(None)  # the inputs the cue table's cues came from (inputs_named)
         with gr.Row():
             with gr.Column(scale=1):
                 place("main")
@@ -307,9 +296,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
 
         # uploads read at once (Service.reading: one a client, READ_SLOTS for all); an ASS file's look goes in the
         # style fields
-        def describe(files, seen, request: gr.Request):  # (the files of this upload replace the ones before)
-            files, line = app.describe(files, seen, _client(request))
-            return files, line, files
+        def describe(files, seen, request: gr.Request):  # a new page: no old cues, files or status beside the new
+            files, line = app.describe(files, seen, _client(request))  # (its files replace the ones before)
+            return files, line, files, *cleared()
 
         def style(path, request: gr.Request):
             return [app.style(path, _client(request)).get(name, gr.skip()) for name in STYLE_FIELDS]
@@ -319,17 +308,30 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
 
         for handler in (describe, style, check_cues):  # (Gradio passes the request by this annotation)
             handler.__annotations__ = {"request": gr.Request}
-        files = widgets["files"]
-        files.upload(describe, [files, seen], [files, about, seen], show_progress="hidden")
+
+        def cleared() -> tuple:  # (the cue table, downloads, status, preview, and where the cues came from)
+            return cue_table([], False), None, "", None, None
+
+        def same_origin(files, url, made):  # Make the files: only on the cues of the inputs they came from
+            if problem := origin_problem(made, files, url):
+                yield f"**Error:** {escape_markdown(problem)}"
+                raise gr.Error(problem, duration=5, print_exception=False)
+            yield gr.skip()
+
+        files, url, fresh = widgets["files"], widgets["url"], [cues, downloads, status, preview, made_from]
+        files.upload(describe, [files, seen], [files, about, seen, *fresh], show_progress="hidden")
+        files.clear(cleared, None, fresh, show_progress="hidden")
         styled = [widgets[name] for name in STYLE_FIELDS]
         widgets["subtitles"].upload(style, widgets["subtitles"], styled, show_progress="hidden")
         form = [widgets[name] for name in DEFAULTS]
         results = [about, status, cues, preview, downloads]
         job = button.click(endpoint(app.subtitle), form, results, api_name="subtitle", show_progress="hidden")
-        edits = apply.click(
+        edits = apply.click(same_origin, [files, url, made_from], status, show_progress="hidden").success(
             endpoint(app.apply_edits, ("table",)), [cues, *form], results, api_name="apply_edits",
             show_progress="hidden",
         )  # fmt: skip
+        for done in (job, edits):  # the cue table's cues are of the inputs on the page now
+            done.success(inputs_named, [files, url], made_from, show_progress="hidden", queue=False)
 
         # the rules, checked as the person edits (quick and bounded: not queued behind jobs, rate-limited per client)
         cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last",

@@ -212,7 +212,8 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
     assert names == [f"{ENGLISH[0]}.srt", f"{ENGLISH[0]}.vtt", f"{ENGLISH[0]}.subtitled.mp4"]
     assert open(downloads[0], encoding="utf-8").read() == "1\n00:00:01,000 --> 00:00:03,000\nOur own words\n"
     assert cues["data"] == [["00:00:01.000", "00:00:03.000", "Our own words"]]
-    assert probe(downloads[2]).has_video and status.startswith("Done")
+    assert probe(downloads[2]).has_video
+    assert status.startswith("Made the files from given.srt and burned them into the video in 0:")  # no audio
     # the table back, edited: the files are made from it (times and text), nothing transcribed
     cues["data"][0] = ["00:00:01.500", "00:00:04.000", "Our own words, corrected / on two lines"]
     _, status, cues, _, downloads = client.predict(
@@ -222,6 +223,7 @@ def test_api_takes_a_video_and_its_subtitles(client, videos, tmp_path):
         "1\n00:00:01,500 --> 00:00:04,000\nOur own words, corrected\non two lines\n"
     )
     assert cues["data"] == [["00:00:01.500", "00:00:04.000", "Our own words, corrected / on two lines"]]
+    assert status.startswith("Made the files from your edited cues in 0:")  # a remake claims no transcription
 
 
 def test_unchanged_cues_keep_their_word_times_when_the_files_are_made_again(client, videos):
@@ -417,7 +419,7 @@ def test_the_preview_is_always_a_file_our_ffmpeg_wrote(make, size, colour, clien
     _, status, _, preview, _ = client.predict(
         files=[handle_file(str(upload))], subtitles=handle_file(str(given)), api_name="/subtitle"
     )
-    assert status.startswith("Done") and time.monotonic() - started < 60
+    assert status.startswith("Made the files from given.srt in ") and time.monotonic() - started < 60
     shown = preview["value"]
     assert Path(shown).name == f"{upload.stem}.preview.mp4"
     assert Path(shown).read_bytes()[4:8] == b"ftyp"  # an MP4 our ffmpeg wrote, not the upload's bytes

@@ -127,6 +127,32 @@ def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos
     assert "mute.mp4" not in page.locator("#about").inner_text()
 
 
+def test_a_new_file_never_gets_the_old_files_cues(page, videos):
+    """Issue 50, item 1: cues made for one file went into the next file's SRT. Make the files works only on the
+    cues of the inputs they came from (a link typed beside them is refused in one line), and a new drop starts a new
+    page: no old cues, downloads or status."""
+    first, second = (f"{clip}.mp4" for clip in ENGLISH[:2])
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
+    page.locator("#files").get_by_text(first).wait_for(timeout=UPLOAD_TIMEOUT)
+    page.locator("#generate").click()
+    status, table = page.locator("#status"), page.locator("#cues")
+    status.get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
+    words = table.locator("tbody tr").first.inner_text().split()[-1]
+    page.locator("#url").get_by_role("textbox").fill("https://example.com/other.mp4")
+    page.locator("#apply").click()
+    status.get_by_text(f"These cues are from {first}, not {first}, https://example.com/other.mp4").wait_for()
+    page.locator("#url").get_by_role("textbox").fill("")
+    page.locator("#files button[aria-label='Clear']").first.click()
+    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[1]]))
+    page.locator("#files").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
+    page.locator("#about").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
+    assert words not in table.inner_text() and "Done" not in status.inner_text()
+    assert page.locator("#downloads a").count() == 0
+    page.locator("#apply").click()
+    status.get_by_text("There are no cues to make files from").wait_for(timeout=JOB_TIMEOUT)
+    assert page.locator("#downloads a").count() == 0
+
+
 def test_cancel_stops_the_job(page, app_server, tmp_path):
     """Cancel during a job: the job's folder goes (the work stopped) and the page never shows a result."""
     import time
@@ -185,6 +211,8 @@ def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
     link.wait_for(timeout=JOB_TIMEOUT)
     cues = list(srt.parse(download_srt(page, tmp_path)))
     assert cues[0].content == "ZEBRA QUARTZ HELLO" and cues[0].start == first.start
+    status = page.locator("#status").inner_text()  # (issue 50, item 3: it once said "Done: 0:11 of audio in 0:09")
+    assert status.startswith("Made the files from your edited cues and burned them into the video in 0:"), status
     with page.expect_download() as download:
         link.click()
     burned = tmp_path / "burned.mp4"

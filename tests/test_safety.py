@@ -610,7 +610,7 @@ def test_cancel_while_the_model_loads_returns_at_once(tmp_path, monkeypatch):
     models = ModelCache()
     events = run_job(JobSpec(inputs=(clip_path(ENGLISH[0]),), model=ModelOptions(model=tiny)), tmp_path / "out", models)
     for event in events:
-        if isinstance(event, Progress) and event.message == "Preparing the model (first time only)":
+        if isinstance(event, Progress) and event.message == "Loading the model":
             break
     started = time.monotonic()
     events.close()

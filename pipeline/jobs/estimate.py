@@ -41,3 +41,23 @@ class Rates:
 def time_left(audio_left: float, rate: float | None) -> float | None:
     """Seconds still to come for `audio_left` seconds of audio at `rate`; None when the rate is not known yet."""
     return None if rate is None else max(0.0, audio_left) * rate
+
+
+class Countdown:
+    """A time left that counts down as a person expects: a new estimate may fall at once, but rises over the last
+    one (less the time since) by at most RISE of it, or MIN_RISE seconds: no "0:07 left", then "0:19 left"."""
+
+    RISE, MIN_RISE = 0.15, 2.0
+
+    def __init__(self):
+        self.last: tuple[float, float] | None = None  # (seconds left, when)
+
+    def __call__(self, estimate: float | None, now: float) -> float | None:
+        if estimate is None:
+            return None
+        if self.last is not None:
+            left, at = self.last
+            expected = max(0.0, left - (now - at))
+            estimate = min(estimate, expected + max(self.MIN_RISE, self.RISE * expected))
+        self.last = (estimate, now)
+        return estimate

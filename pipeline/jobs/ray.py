@@ -32,7 +32,7 @@ from pathlib import Path
 from pipeline.asr.model import ModelOptions
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path
-from pipeline.jobs.estimate import time_left
+from pipeline.jobs.estimate import Countdown, time_left
 from pipeline.jobs.outputs import unique_stem
 from pipeline.jobs.plan import check_job, input_name, start_job
 from pipeline.jobs.ray_worker import Worker, WorkerCrashed, WorkerFinished
@@ -215,6 +215,7 @@ class _Batch:
         self.durations: dict[int, float] = {}
         self.stopped = False
         self.started = time.monotonic()
+        self.countdown = Countdown()
 
     def run(self) -> JobResult:
         spec = self.spec
@@ -355,7 +356,9 @@ class _Batch:
         elapsed = time.monotonic() - self.started
         done = sum(d * (1.0 if j in self.files else self.fraction.get(j, 0.0)) for j, d in self.durations.items())
         total = sum(d for j, d in self.durations.items() if j not in self.failed)
-        return time_left(total - done, elapsed / done if elapsed >= 5 and done > 0 else None)
+        return self.countdown(
+            time_left(total - done, elapsed / done if elapsed >= 5 and done > 0 else None), time.monotonic()
+        )
 
     def _emit(self, event: Event) -> None:
         if self.stopped:

@@ -26,7 +26,7 @@ from pathlib import Path
 from pipeline.asr.cache import ModelCache
 from pipeline.asr.results import TranscriptionInfo
 from pipeline.errors import SubtitleError
-from pipeline.jobs.estimate import Rates, time_left
+from pipeline.jobs.estimate import Countdown, Rates, time_left
 from pipeline.jobs.outputs import title_stem, unique_stem, write_outputs
 from pipeline.jobs.plan import check_disk, check_job, input_name, start_job, video_room
 from pipeline.jobs.spec import (
@@ -111,6 +111,7 @@ class _Job:
         self.done = 0.0  # of the current input's audio
         self.spent = 0  # bytes of video this job has written (each counted 1 + policy.kept_copies times)
         self.rate = rates.rate(spec)  # seconds of work per second of audio, measured as the job goes
+        self.countdown = Countdown()  # the time left as reported: it counts down, and rises only a little
         self.script: str | None = None  # an ASS file brought as the cues: burned (and muxed) as it is
 
     def run(self) -> JobResult:
@@ -161,7 +162,7 @@ class _Job:
         if not any(j in self.durations for j in self.pending):
             return None
         audio = sum(self.durations.get(j, 0.0) * (1 - self.done if j == i else 1) for j in self.pending)
-        return time_left(audio, self.rate)
+        return self.countdown(time_left(audio, self.rate), time.monotonic())
 
     def _load_audio(self, i: int, media: Path) -> Future:
         if i not in self.audio:
@@ -306,7 +307,7 @@ class _Job:
         self._report(i, "audio", None, f"Extracting the audio of {source.title}")
         audio = self._load_audio(i, source.media)  # ffmpeg decodes the audio while the model loads
         if not self.models.is_loaded(spec.model.model, spec.model.precision):
-            self._report(i, "model", None, "Preparing the model (first time only)")
+            self._report(i, "model", None, "Loading the model")  # (ensure_ir says when it prepares one, once)
         model = self.models.get(  # (a Cancel returns at once; the load goes on, once, for the next job)
             spec.model.model,
             lambda message: self._report(i, "model", None, message),

@@ -7,7 +7,6 @@ import atexit
 import contextlib
 import logging
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -25,15 +24,14 @@ from pipeline.errors import SubtitleError
 from pipeline.files import sweep
 from pipeline.jobs.executors import Executor
 from pipeline.jobs.outputs import write_outputs, zip_outputs
+from pipeline.jobs.page import cue_time, done_line, escape_markdown, media_lines, status_line, style_fields
 from pipeline.jobs.spec import CueDecoded, FileFailed, JobResult, JobSpec, Policy, Progress, Source, SourceFound
-from pipeline.media.audio import Limits, hms, probe
+from pipeline.media.audio import Limits, probe
 from pipeline.media.download import SITES
-from pipeline.subtitles.ass import read_ass, style_of
-from pipeline.subtitles.check import check, parse_srt
 from pipeline.subtitles.cues import Cue
-from pipeline.subtitles.formats import Labels, format_timestamp, to_vtt
-from pipeline.subtitles.read import is_ass, parse, read_subtitles
-from pipeline.subtitles.table import cue_table, table_cells, table_to_subtitles
+from pipeline.subtitles.formats import to_vtt
+from pipeline.subtitles.read import parse
+from pipeline.subtitles.table import cue_table
 from pipeline.subtitles.write import FORMATS
 
 # The cue checker runs beside the queue on every edit: one address gets this many checks in CHECK_WINDOW seconds
@@ -77,51 +75,6 @@ class ServerOptions:
 def _remove_own_jobs(jobs_dir: Path) -> None:
     for folder in Path(jobs_dir).glob(f"job-{os.getpid()}-*"):
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def status_line(line: str, elapsed: float) -> str:
-    """The page's one progress line: the job's own (stage · % · time left) and the time since it started."""
-    return f"{escape_markdown(line)} · {hms(elapsed)} elapsed"
-
-
-def cue_problems(table) -> str:
-    """What in the (edited) cue table breaks the readability rules, one line per cue; empty when nothing does. The
-    work is linear in the table, which cues_to_srt bounds."""
-    try:
-        cells = table_cells(table)
-        if not cells:
-            return ""
-        problems = check(parse_srt(table_to_subtitles(cells)))
-    except SubtitleError as e:
-        return f"**{escape_markdown(str(e))}**"
-    lines = [f"- cue {p.index}: {p.rule}: {escape_markdown(p.detail)}" for p in problems]
-    return (
-        ("**Breaks the readability rules:**\n" + "\n".join(lines)) if lines else "All cues pass the readability rules."
-    )
-
-
-def media_lines(sources: list[Source], languages: list[str] = ()) -> str:
-    """One line per input: title · duration · language (once known)."""
-    lines = []
-    for i, s in enumerate(sources):
-        facts = [hms(s.duration)] if s.duration else []
-        facts += [languages[i]] if i < len(languages) and languages[i] else []
-        lines.append(" · ".join([f"**{escape_markdown(s.title)}**", *facts]))
-    return "\n\n".join(lines)
-
-
-def _cue_key(cue: Cue) -> tuple:
-    """A cue as the cue table shows it: times to the millisecond, text without its line breaks."""
-    return round(cue.start * 1000), round(cue.end * 1000), " ".join(cue.text.split())
-
-
-def escape_markdown(text: str) -> str:
-    """Titles come from files and web pages: show them as text, never as Markdown or HTML."""
-    return "".join("\\" + c if c in "\\`*_[]<>!|~" else c for c in text)
-
-
-def cue_time(seconds: float) -> str:
-    return format_timestamp(seconds, ".")
 
 
 def memory_problem(concurrency: int, max_duration: float, available: float) -> str | None:
@@ -341,7 +294,7 @@ class Service:
                         raise SubtitleError(event.failed[0].message)
                     log.info("job %s: done in %.1f s (%d failed)", job_dir.name, took, len(event.failed))
                     self.remember(event, client)
-                    final = self._final(event, job_dir, several, took, spec.shown_labels)
+                    final = self._final(event, job_dir, spec, took)
                     # Gradio reads the last yield's files again after the generator returns, then serves its copies
                     timer = threading.Timer(KEEP_OUTPUTS, shutil.rmtree, (job_dir,), {"ignore_errors": True})
                     timer.daemon = True
@@ -377,8 +330,8 @@ class Service:
 
             threading.Thread(target=close, name="subtitle-job-close").start()
 
-    def _final(self, result: JobResult, job_dir: Path, several: bool, took: float, labels: Labels) -> tuple:
-        first = result.files[0]
+    def _final(self, result: JobResult, job_dir: Path, spec: JobSpec, took: float) -> tuple:
+        first, several, labels = result.files[0], len(spec.inputs) > 1, spec.shown_labels
         languages = [LANGUAGES.get(f.result.info.language, "").title() for f in result.files]  # ("und": given cues)
         about = media_lines([f.source for f in result.files], languages)
         # Only files our ffmpeg wrote reach the player: never an upload or a download, which Gradio would hand to the
@@ -390,11 +343,7 @@ class Service:
             preview = Shown(first.preview, vtt)
         else:
             preview = None
-        audio = sum(f.result.info.duration for f in result.files)
-        status = f"Done: {hms(audio)} of audio in {hms(took)}."
-        status += "".join(f" {note}" for f in result.files for note in f.notes)
-        if result.failed:
-            status += " Failed: " + "; ".join(f.message for f in result.failed)
+        status = done_line(result, spec, took)
         rows = [  # the final cues (re-cut by the readability rules), not the raw segments streamed while decoding
             [*([f.source.title] if several else []), cue_time(c.start), cue_time(c.end), c.speaker or "",
              c.text.replace("\n", " / ")]
@@ -410,27 +359,6 @@ class Service:
         return about, status, cue_table(rows, several), preview, [str(p) for p in downloads]
 
 
-STYLE_FIELDS = ("font_size", "position", "text_colour", "outline_colour", "box", "margin", "highlight_words",
-                "highlight_colour")  # fmt: skip
-
-
-def style_fields(path: str | None) -> dict[str, Any]:
-    """The page's style fields (STYLE_FIELDS, in the page's units) from an ASS file's Default style
-    (pipeline.subtitles.ass.style_of); empty for another file, or one that cannot be read (the job says why)."""
-    try:
-        text = read_subtitles(Path(path)) if path else ""
-        if not is_ass(text):
-            return {}
-        style = style_of(read_ass(text, Path(path).name)[1])
-    except SubtitleError:
-        return {}
-    values = {name: getattr(style, name) for name in STYLE_FIELDS}
-    # (in the page's steps: 0.5 % of text size, 1 % of margin)
-    return values | {"font_size": round(200 * style.font_size) / 2, "margin": round(100 * (style.margin or 0))}
-
-
-def picker_colour(colour: str) -> str:
-    """Gradio's colour picker gives #rrggbb, or rgba(r, g, b, a) in some browsers."""
-    if m := re.match(r"rgba?\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)", colour or ""):
-        return "#" + "".join(f"{round(float(v)):02X}" for v in m.groups())
-    return colour
+def _cue_key(cue: Cue) -> tuple:
+    """A cue as the cue table shows it: times to the millisecond, text without its line breaks."""
+    return round(cue.start * 1000), round(cue.end * 1000), " ".join(cue.text.split())

@@ -166,3 +166,39 @@ Service(InProcess(ModelCache()), [("base", "base")], ServerOptions(jobs_dir=Path
     (tmp_path / f"job-{os.getpid()}-alive").mkdir()
     subprocess.run([sys.executable, "-c", child], cwd=Path(__file__).parents[2], check=True)
     assert [p.name for p in tmp_path.iterdir()] == [f"job-{os.getpid()}-alive"]
+
+
+@pytest.mark.parametrize(
+    "made_from, files, url, problem",
+    [
+        (None, ["/tmp/x/b.mp4"], "", ""),  # cues from no job (typed, or the API's): any input
+        (["a.mp4"], ["/tmp/gradio/1/a.mp4"], "", ""),  # the same file, dropped again
+        (["a.mp4"], ["/tmp/gradio/2/b.mp4"], None, "These cues are from a.mp4, not b.mp4: press Generate"),
+        (["a.mp4"], ["/tmp/a.mp4"], " https://x.org/v ", "These cues are from a.mp4, not a.mp4, https://x.org/v:"),
+        (["https://x.org/v"], [], "https://x.org/v", ""),
+        (["a.mp4"], [], "", "These cues are from a.mp4, not the new file:"),
+    ],
+)
+def test_cues_go_only_on_the_inputs_they_came_from(made_from, files, url, problem):
+    from pipeline.jobs.page import origin_problem
+
+    found = origin_problem(made_from, files, url)
+    assert found.startswith(problem) and bool(found) == bool(problem)
+
+
+@pytest.mark.parametrize(
+    "reports, shown",
+    [
+        ([(7, 0), (19, 6)], [7, 3]),  # the jump: 0:07, then 0:19 six seconds on -> 1 + 2 s at most
+        ([(30, 0), (28, 1), (20, 2)], [30, 28, 20]),  # falling: as it comes
+        ([(100, 0), (120, 1)], [100, 99 + 0.15 * 99]),  # rising: by 15 % of what was left at most
+        ([(None, 0), (10, 1)], [None, 10]),
+        ([(5, 0), (5, 10)], [5, 2]),  # past its time: up to MIN_RISE over zero
+    ],
+)
+def test_the_time_left_counts_down(reports, shown):
+    from pipeline.jobs.estimate import Countdown
+
+    countdown = Countdown()
+    got = [countdown(estimate, now) for estimate, now in reports]
+    assert got == pytest.approx(shown)

@@ -355,7 +355,7 @@ def _vtt_of(folder: Path, tmp_path: Path) -> Path:
     ],
 )  # fmt: skip
 def test_an_ass_file_on_the_page_fills_its_style_fields(text, fields, tmp_path):
-    from pipeline.jobs.service import STYLE_FIELDS, style_fields
+    from pipeline.jobs.page import STYLE_FIELDS, style_fields
 
     path = tmp_path / "brought.ass"
     path.write_text(text, encoding="utf-8")
