@@ -22,12 +22,12 @@ from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
+from whisper.tokenizer import LANGUAGES
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.asr.precision import resolve_precision
-from pipeline.asr.transcribe import LANGUAGES
 from pipeline.errors import OptionError
 from pipeline.jobs.body_limit import SESSION_BYTES, SESSION_MEMORY, BodyLimit
 from pipeline.jobs.build import build_spec

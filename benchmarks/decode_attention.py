@@ -42,7 +42,7 @@ def main() -> None:
     from benchmarks.speed import recordings
     from pipeline.asr.cache import load_model
     from pipeline.asr.inference import bind_cross_kv
-    from pipeline.asr.model import ModelOptions
+    from pipeline.asr.options import ModelOptions
     from pipeline.asr.transcribe import window_mel
     from pipeline.cpu import cpu
 

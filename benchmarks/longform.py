@@ -38,8 +38,8 @@ def compose_eval(eval_dir: Path, language: str = "en", gap: float = GAP_SECONDS)
 
 def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", vad: bool = True) -> str:
     from pipeline.asr.cache import load_model
-    from pipeline.asr.model import ModelOptions
-    from pipeline.asr.transcribe import TranscribeOptions, transcribe
+    from pipeline.asr.options import ModelOptions, TranscribeOptions
+    from pipeline.asr.transcribe import transcribe
 
     model = load_model(ModelOptions(precision=precision))
     segments, _ = transcribe(audio, model, TranscribeOptions(language="en", beam_size=beam_size, vad=vad))
@@ -48,7 +48,8 @@ def run_ours(audio: np.ndarray, beam_size: int | None, precision: str = "f32", v
 
 def run_ours_per_clip(comp: Composition) -> str:
     from pipeline.asr.cache import load_model
-    from pipeline.asr.transcribe import TranscribeOptions, transcribe
+    from pipeline.asr.options import TranscribeOptions
+    from pipeline.asr.transcribe import transcribe
 
     model = load_model()
     texts = []
@@ -61,7 +62,7 @@ def run_ours_per_clip(comp: Composition) -> str:
 def run_ours_cues(comp: Composition, vad: bool) -> tuple[str, str]:
     """The CLI's path (word timing and cue rules); returns (text, cue statistics)."""
     from pipeline.asr.cache import load_model
-    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.asr.options import TranscribeOptions
     from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.subtitles.check import check, parse_srt
     from pipeline.subtitles.formats import to_srt

@@ -35,9 +35,10 @@ import torch  # noqa: E402
 from whisper.audio import log_mel_spectrogram, pad_or_trim  # noqa: E402
 
 from pipeline.asr.cache import load_model  # noqa: E402
-from pipeline.asr.model import ModelOptions, OVWhisper  # noqa: E402
+from pipeline.asr.model import OVWhisper  # noqa: E402
+from pipeline.asr.options import ModelOptions, TranscribeOptions  # noqa: E402
 from pipeline.asr.precision import Precision, resolve_precision  # noqa: E402
-from pipeline.asr.transcribe import TranscribeOptions, transcribe  # noqa: E402
+from pipeline.asr.transcribe import transcribe  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import load_audio  # noqa: E402
 

@@ -26,8 +26,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.composition import Composition, generate, load_clips  # noqa: E402
 from benchmarks.speed import recordings as speed_recordings  # noqa: E402
 from pipeline.asr.cache import load_model  # noqa: E402
-from pipeline.asr.model import ModelOptions  # noqa: E402
-from pipeline.asr.transcribe import TranscribeOptions  # noqa: E402
+from pipeline.asr.options import ModelOptions, TranscribeOptions  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.jobs.subtitling import subtitle_audio  # noqa: E402
 from pipeline.subtitles.write import to_format  # noqa: E402

@@ -536,8 +536,7 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
 def print_cues(recs: list[Recording], threads: int) -> None:
     """Transcribe each recording with speakers auto and check its cues (see the module docstring)."""
     from pipeline.asr.cache import load_model
-    from pipeline.asr.model import ModelOptions
-    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.asr.options import ModelOptions, TranscribeOptions
     from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.speakers.turns import TurnOptions
     from pipeline.subtitles.cues import CueRules

@@ -33,8 +33,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer  # noqa: E402
 from benchmarks.speed import READ_SPEECH  # noqa: E402
 from pipeline.asr.cache import load_model  # noqa: E402
-from pipeline.asr.model import ModelOptions  # noqa: E402
-from pipeline.asr.transcribe import TranscribeOptions  # noqa: E402
+from pipeline.asr.options import ModelOptions, TranscribeOptions  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.jobs.subtitling import subtitle_audio  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE  # noqa: E402

@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 from pipeline import timings
-from pipeline.asr.model import ModelOptions
-from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.options import ModelOptions, TranscribeOptions
 from pipeline.cpu import PRECISIONS
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.files import work_folder
@@ -47,11 +46,20 @@ FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "bea
          "workers": "--workers"}  # fmt: skip
 
 
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default in its help, unless it has none or its help says it already."""
+
+    def _get_help_string(self, action):
+        if action.default is None or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m pipeline",
+        prog="python -m pipeline" if Path(sys.argv[0]).name == "__main__.py" else Path(sys.argv[0]).name,
         description="Write subtitles for video or audio files with Whisper on OpenVINO (CPU).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_Defaults,
     )
     p.add_argument(
         "inputs",
@@ -133,8 +141,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     style = p.add_argument_group("style: of the burned-in video and of .ass files")
     style.add_argument(
-        "--font-size", type=float, default=Style.font_size, help="text height / the video's shorter side"
-    )
+        "--font-size", type=float, default=100 * Style.font_size, metavar="PERCENT",
+        help="text height, in %% of the video's shorter side, as on the page",
+    )  # fmt: skip
     style.add_argument("--position", choices=("bottom", "top"), default=Style.position)
     style.add_argument("--text-colour", default=Style.text_colour, metavar="#RRGGBB")
     style.add_argument("--outline-colour", default=Style.outline_colour, metavar="#RRGGBB", help="outline, or box")
@@ -147,8 +156,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     style.add_argument("--highlight-colour", default=Style.highlight_colour, metavar="#RRGGBB")
     style.add_argument(
-        "--margin", type=float, default=None, help="distance from the edge / the height (default 0.06; 0.15 vertical)"
-    )
+        "--margin", type=float, default=None, metavar="PERCENT",
+        help="distance from the edge, in %% of the height (default: 6, or 15 for vertical video)",
+    )  # fmt: skip
     p.add_argument(
         "--subtitles",
         type=Path,
@@ -203,12 +213,12 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
         formats=args.format.split(","),
         burn_in=("preview" if args.preview is not None else "full") if args.burn else "none",
         preview_seconds=args.preview,
-        font_size=args.font_size,
+        font_size=args.font_size / 100,
         position=args.position,
         text_colour=args.text_colour,
         outline_colour=args.outline_colour,
         box=args.box,
-        margin=args.margin,
+        margin=None if args.margin is None else args.margin / 100,
         speaker_colours=args.speaker_colours,
         highlight_words=args.highlight_words,
         highlight_colour=args.highlight_colour,
@@ -318,5 +328,10 @@ def leave(code: int) -> None:
     os._exit(code)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The installed command, `subtitle-generator` (pyproject.toml)."""
     leave(main())
+
+
+if __name__ == "__main__":
+    cli()

@@ -62,7 +62,7 @@ def torch_model():
 def ov_model(model_cache):
     """The IR at f32, the precision that decodes token for token like openai-whisper."""
     from pipeline.asr.cache import load_model
-    from pipeline.asr.model import ModelOptions
+    from pipeline.asr.options import ModelOptions
 
     return load_model(ModelOptions(precision="f32"))
 

@@ -292,7 +292,8 @@ def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audi
     times are what they are alone. Then two jobs at once, twice: each gets its own word times."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.asr.transcribe import TranscribeOptions, transcribe
+    from pipeline.asr.options import TranscribeOptions
+    from pipeline.asr.transcribe import transcribe
 
     options = TranscribeOptions(language="en", word_timestamps=True, beam_size=None)
 
@@ -602,7 +603,7 @@ def test_a_burn_killed_midway_leaves_nothing_after_the_next_run(model_cache, tmp
 def test_cancel_while_the_model_loads_returns_at_once(tmp_path, monkeypatch):
     """Closing a job while its model is exported and compiled (tiny.en, into an empty cache: seconds of work) returns
     at once, so the job's slot is free; the load goes on, once, and the next job finds the model ready."""
-    from pipeline.asr.model import ModelOptions
+    from pipeline.asr.options import ModelOptions
     from pipeline.jobs.spec import Progress
 
     tiny = str(tiny_en_dir())

@@ -11,7 +11,7 @@ from whisper.decoding import DecodingOptions
 
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer
 from benchmarks.utterances import subtitle
-from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.options import TranscribeOptions
 
 SEEDS = [1, 2, 3]
 STILL_MISSED = {1, 3}  # seeds that still lose or delay an utterance: strict expected failures until they hold

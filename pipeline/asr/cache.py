@@ -18,7 +18,8 @@ from whisper.timing import dtw as whisper_dtw
 from whisper.timing import dtw_cpu
 
 from pipeline.asr.memory import map_large_buffers
-from pipeline.asr.model import ModelOptions, OVWhisper
+from pipeline.asr.model import OVWhisper
+from pipeline.asr.options import ModelOptions
 from pipeline.asr.precision import Precision, resolve_precision
 from pipeline.cpu import cpu
 from pipeline.errors import Cancelled

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,20 +25,7 @@ from whisper.tokenizer import Tokenizer
 from pipeline import timings
 from pipeline.asr.inference import CompiledDecoder, OVDecodingTask, OVInference, bind_cross_kv
 from pipeline.asr.memory import release_free_memory
-from pipeline.asr.precision import Precision, resolve_precision
-from pipeline.errors import OptionError
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelOptions:
-    model: str = "base"  # a name (tiny … large-v3, turbo), a .pt file, or a faster-whisper directory
-    precision: str = "auto"  # "f32", "bf16" (CPUs with AVX512-BF16/AMX), "int8" weights, or "auto": see pipeline.cpu
-    threads: int = 0  # CPU threads for inference; 0: the cores this process may use
-
-    def __post_init__(self):
-        resolve_precision(self.precision)  # an unknown name, or bf16 on a CPU without it, fails here
-        if self.threads < 0:
-            raise OptionError("threads", "The thread count must be 0 (all usable cores) or more")
+from pipeline.asr.precision import Precision
 
 
 class OVWhisper:

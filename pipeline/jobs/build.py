@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.asr.model import ModelOptions
-from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.options import ModelOptions, TranscribeOptions
 from pipeline.errors import OptionError
 from pipeline.jobs.spec import JobSpec, SubtitleText
 from pipeline.media.video import PREVIEW_SECONDS, BurnOptions

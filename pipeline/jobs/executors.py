@@ -10,14 +10,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pipeline.asr.cache import ModelCache
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.errors import SubtitleError
 from pipeline.jobs.estimate import Rates
-from pipeline.jobs.run import run_job
 from pipeline.jobs.spec import Event, JobResult, JobSpec, Policy
+
+if TYPE_CHECKING:  # (torch, whisper and OpenVINO come with a job, not with `--help`)
+    from pipeline.asr.cache import ModelCache
 
 
 class Executor(Protocol):
@@ -47,6 +48,8 @@ class InProcess:
         self.rates = Rates()
 
     def run(self, spec, out_dir, policy=Policy(), work_dir=None, heartbeat=None) -> Iterator[Event | JobResult]:
+        from pipeline.jobs.run import run_job
+
         return run_job(spec, out_dir, self.models, policy, work_dir=work_dir, heartbeat=heartbeat, rates=self.rates)
 
     def prepare(self, model: str, precision: str = "auto") -> None:
@@ -66,6 +69,8 @@ def executor(ray: str | None = None, workers: int | None = None, options: ModelO
     """In process when `ray` is None; else Ray at `ray` ("auto": the cluster in RAY_ADDRESS, or a new local one) with
     `workers` model-holding workers (None: one per 2 CPUs of the cluster)."""
     if ray is None:
+        from pipeline.asr.cache import ModelCache
+
         return InProcess(ModelCache(options))
     try:
         from pipeline.jobs.ray import RayExecutor  # (imports ray: only a Ray run needs it installed)

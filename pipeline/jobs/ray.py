@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.errors import Cancelled, OptionError, SubtitleError
 from pipeline.files import atomic_path
 from pipeline.jobs.estimate import Countdown, time_left

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pipeline.asr.cache import ModelCache
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.errors import SubtitleError
 from pipeline.files import sweep, work_folder
 from pipeline.jobs.run import run_job

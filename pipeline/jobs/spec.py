@@ -7,9 +7,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions, TranscribeOptions
 from pipeline.asr.results import TranscriptionInfo
-from pipeline.asr.transcribe import TranscribeOptions
 from pipeline.errors import OptionError
 from pipeline.media.audio import Limits, MediaInfo, hms
 from pipeline.media.video import BurnOptions

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.asr.model import OVWhisper
+from pipeline.asr.options import TranscribeOptions
 from pipeline.asr.results import Segment, Word
-from pipeline.asr.transcribe import TranscribeOptions, transcribe
+from pipeline.asr.transcribe import transcribe
 from pipeline.jobs.spec import SubtitleResult
 from pipeline.media.audio import MediaInfo, load_audio, require_audio
 from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of

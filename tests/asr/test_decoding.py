@@ -8,7 +8,7 @@ from stages import SPEECH, result, segment
 from whisper.tokenizer import get_tokenizer
 
 from pipeline.asr.decoding import Guard, cut_loop, echoes, is_quiet, is_silence, needs_fallback, split_at_timestamps
-from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.options import TranscribeOptions
 
 
 @pytest.mark.parametrize(

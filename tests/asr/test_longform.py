@@ -21,7 +21,7 @@ from benchmarks.composition import (
     utterance_report,
 )
 from pipeline.asr.longform.windows import plan_window
-from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.options import TranscribeOptions
 from pipeline.asr.vad import speech_map
 from pipeline.jobs.subtitling import subtitle_audio
 from pipeline.media.audio import SAMPLE_RATE

@@ -7,9 +7,9 @@ import pytest
 from conftest import ENGLISH, LONG, wer
 
 from pipeline.asr.cache import compiled_cache_dir, load_model
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions, TranscribeOptions
 from pipeline.asr.precision import Precision, resolve_precision
-from pipeline.asr.transcribe import TranscribeOptions, transcribe
+from pipeline.asr.transcribe import transcribe
 from pipeline.cpu import CPU, cpu
 from pipeline.errors import SubtitleError
 

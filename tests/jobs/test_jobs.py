@@ -15,7 +15,7 @@ import srt
 from conftest import ENGLISH, clip_path, wer
 
 from pipeline.asr.cache import ModelCache
-from pipeline.asr.transcribe import TranscribeOptions
+from pipeline.asr.options import TranscribeOptions
 from pipeline.errors import OptionError, SubtitleError
 from pipeline.jobs.run import run_job
 from pipeline.jobs.spec import FileFailed, FileWritten, JobResult, JobSpec, Policy
@@ -86,8 +86,8 @@ def test_a_job_decodes_word_times_when_an_output_needs_them_without_rewriting_it
         ([], {}),
         (["-l", "de", "--task", "translate", "--beam-size", "1", "-f", "srt,json"],
          {"language": "de", "task": "translate", "beam_size": 1, "formats": ["srt", "json"]}),
-        (["--burn", "--preview", "60", "--font-size", "0.07", "--position", "top", "--text-colour", "#FFFF00",
-          "--box", "--margin", "0.1", "--soft"],
+        (["--burn", "--preview", "60", "--font-size", "7", "--position", "top", "--text-colour", "#FFFF00",
+          "--box", "--margin", "10", "--soft"],
          {"burn_in": "preview", "font_size": 7, "position": "top", "text_colour": "#FFFF00", "box": True, "margin": 10,
           "soft": True}),
         (["--no-vad", "--batch-size", "4", "--max-line-chars", "37", "--max-cps", "17", "--precision", "f32"],
@@ -131,7 +131,7 @@ def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):
 
 
 def replace_model(name: str):
-    from pipeline.asr.model import ModelOptions
+    from pipeline.asr.options import ModelOptions
 
     return ModelOptions(model=name)
 
@@ -177,7 +177,7 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
 
 
 def replace_model_f32():
-    from pipeline.asr.model import ModelOptions
+    from pipeline.asr.options import ModelOptions
 
     return ModelOptions(model="base", precision="f32")
 

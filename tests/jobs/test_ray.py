@@ -21,7 +21,7 @@ import srt
 from conftest import ENGLISH, LONG, clip_path, free_port, wer
 
 from pipeline.asr.cache import ModelCache
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.jobs.executors import InProcess
 from pipeline.jobs.spec import CueDecoded, FileDone, JobResult, JobSpec, Progress
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import clip_path, ffmpeg
 
 from pipeline.asr.cache import ModelCache
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.jobs.run import run_job
 from pipeline.jobs.spec import JobResult, JobSpec
 from pipeline.media.audio import probe

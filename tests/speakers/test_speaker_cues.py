@@ -246,7 +246,7 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
     automatically: no cue holds two voices, each voice is one speaker throughout, and the files say who speaks."""
     import numpy as np
 
-    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.asr.options import TranscribeOptions
     from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.speakers.turns import TurnOptions
 
@@ -299,7 +299,7 @@ def test_speaker_turns_stop_with_a_failed_transcription(ov_model, audio):
 
     import numpy as np
 
-    from pipeline.asr.transcribe import TranscribeOptions
+    from pipeline.asr.options import TranscribeOptions
     from pipeline.jobs.subtitling import subtitle_audio
     from pipeline.speakers.turns import TurnOptions
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import ENGLISH, clip_path, ffmpeg, free_port
 
 from pipeline.asr.cache import ModelCache
-from pipeline.asr.model import ModelOptions
+from pipeline.asr.options import ModelOptions
 from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
 from pipeline.jobs.run import run_job
