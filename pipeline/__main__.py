@@ -247,8 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             result = _print(runner.run(spec, args.output_dir, work_dir=downloads), say, len(spec.inputs))
     except OptionError as e:
         flag = FLAGS.get(e.option)
-        value = {"formats": args.format}.get(e.option)
-        where = f"{flag} {value!r} is not valid: " if flag and value else f"{flag}: " if flag else ""
+        where = f"{flag}: " if flag else ""
         print(f"error: {where}{e}", file=sys.stderr)
         return 2
     except SubtitleError as e:

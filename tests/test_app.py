@@ -104,7 +104,7 @@ def test_failed_link_is_a_message_and_the_app_keeps_working(client, app_server, 
     "make, message",
     [
         (lambda d: mute_video(d / "mute.mp4"), r"mute.mp4 has no audio track: choose a file with sound"),
-        (lambda d: d / "notes.txt", r"notes.txt is not a media file this server reads"),
+        (lambda d: d / "notes.txt", r"notes.txt is not a video or audio file"),
     ],
 )
 def test_bad_uploads_are_messages(client, app_server, tmp_path, make, message):

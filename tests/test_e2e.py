@@ -139,7 +139,7 @@ def test_video_without_audio_is_a_clear_error(ov_model, model_cache, tmp_path):
     ("args", "message"),
     [
         (["missing.mp4"], "missing.mp4 does not exist"),
-        (["{clip}", "--format", "srt,docx"], "--format 'srt,docx' is not valid"),
+        (["{clip}", "--format", "srt,docx"], "--format: Unknown format 'docx': use srt, vtt, txt, json or ass"),
         (["{clip}", "--language", "klingon"], "Unknown language 'klingon'"),
         (["{clip}", "--model", "huge"], "Unknown model 'huge'"),
         (["{clip}", "--vad-threshold", "2"], "--vad-threshold: The speech threshold is a probability"),

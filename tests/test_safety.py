@@ -97,7 +97,7 @@ def test_playlists_are_refused_before_anything_is_read(playlist, logged_server, 
     path = tmp_path / "upload.m3u8"
     path.write_text(playlist.format(url=url, local=www / "a.ts"), encoding="utf-8")
     started = time.monotonic()
-    with pytest.raises(SubtitleError, match=r"^upload.m3u8 is not a media file this server reads"):
+    with pytest.raises(SubtitleError, match=r"^upload.m3u8 is not a video or audio file"):
         probe(path)
     with pytest.raises(SubtitleError):
         load_audio(path, limits=Limits())
@@ -110,7 +110,7 @@ def test_a_name_is_never_a_protocol(tmp_path, monkeypatch):
     ffmpeg("-i", str(clip_path(ENGLISH[0])), str(inner))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "concat:inner.wav|inner.wav").write_bytes(b"not media")
-    with pytest.raises(SubtitleError, match=r"^concat:inner.wav\|inner.wav is not a media file this server reads"):
+    with pytest.raises(SubtitleError, match=r"^concat:inner.wav\|inner.wav is not a video or audio file"):
         probe(Path("concat:inner.wav|inner.wav"))
     assert probe(inner).has_audio
 

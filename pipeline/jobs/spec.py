@@ -50,8 +50,10 @@ class JobSpec:
         if not isinstance(self.inputs, tuple) or not self.inputs:
             raise OptionError("inputs", "Upload a video or audio file, or paste a link, first")
         unknown = [f for f in self.formats if f not in FORMATS]
-        if not self.formats or unknown or len(set(self.formats)) != len(self.formats):
-            raise OptionError("formats", f"Choose at least one output format from {', '.join(FORMATS)}")
+        if unknown:
+            raise OptionError("formats", f"Unknown format {unknown[0]!r}: use {', '.join(FORMATS[:-1])} or {FORMATS[-1]}")
+        if not self.formats or len(set(self.formats)) != len(self.formats):
+            raise OptionError("formats", f"Choose each output format once, at least one: {', '.join(FORMATS)}")
         if self.subtitles is not None and len(self.inputs) != 1:
             raise OptionError("subtitles", "Existing subtitles go with exactly one video")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import re
 import resource
@@ -25,6 +26,7 @@ import numpy as np
 from pipeline.errors import Cancelled, SubtitleError
 from pipeline.timings import timed
 
+log = logging.getLogger("subtitle-generator")
 _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 SAMPLE_RATE = 16000  # Whisper's input rate
@@ -167,10 +169,8 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     if not streams and (error := out_of_memory(stderr, f"Reading {path.name}", PROBE_MEMORY)):
         raise error
     if not streams:  # (playlists, image sequences and other files that open more files are not read at all)
-        raise SubtitleError(
-            f"{path.name} is not a media file this server reads ({last_line(stderr)}): use a video or audio file "
-            "(MP4, MKV, WebM, MOV, MP3, WAV, ...)"
-        )
+        log.info("%s: ffmpeg found no streams: %s", path.name, last_line(stderr))  # (ffmpeg's words: for the log)
+        raise SubtitleError(f"{path.name} is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …")
     duration = None
     if m := _DURATION.search(stderr):
         h, mi, s = m.groups()

@@ -65,7 +65,7 @@ _MESSAGES = (
     ),  # fmt: skip
     (
         re.compile(r"getaddrinfo|name or service|resolve|connection refused|timed out|unreachable", re.I),
-        "Could not reach that site: check the link and the server's network",
+        "This machine could not reach {host}: check the link, or the network",
     ),  # fmt: skip
 )
 
@@ -163,7 +163,7 @@ def download(
             raise SubtitleError(PRIVATE) from None
         if time.monotonic() > deadline:
             raise SubtitleError(f"The download took longer than {limits.download_seconds / 60:.0f} minutes") from None
-        raise SubtitleError(explain(str(e))) from None
+        raise SubtitleError(explain(str(e), urlsplit(url).hostname or "the site")) from None
     files = [Path(d["filepath"]) for d in info.get("requested_downloads", []) if d.get("filepath")]
     files = [f for f in files if f.is_file()]
     if not files:
@@ -206,7 +206,7 @@ def check_url(url: str, allow_private: bool = False, public: Callable[[str], boo
     try:
         addresses = {a[4][0] for a in socket.getaddrinfo(parts.hostname, port or 443, type=socket.SOCK_STREAM)}
     except (socket.gaierror, UnicodeError):
-        raise SubtitleError(f"Could not find the site {parts.hostname}: check the link") from None
+        raise SubtitleError(f"This machine could not reach {parts.hostname}: check the link, or the network") from None
     if not all(public(a) for a in addresses):
         raise SubtitleError(PRIVATE)
 
@@ -222,12 +222,12 @@ def _announced_size(info: dict) -> int | None:
     return sum(sizes) if all(sizes) else None
 
 
-def explain(message: str) -> str:
+def explain(message: str, host: str = "the site") -> str:
     """yt-dlp's error text -> one line a person can act on."""
     message = _ANSI.sub("", message).removeprefix("ERROR: ").strip()
     for pattern, human in _MESSAGES:
         if pattern.search(message):
-            return human
+            return human.format(host=host)
     message = re.sub(r"^\[[\w:]+\] [\w-]+: ", "", message).splitlines()[0] if message else "unknown error"
     return f"Could not download that link ({message[:200]})"
 

@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
     "build, option, message",
     [
         (lambda: JobSpec(inputs=()), "inputs", "Upload a video or audio file, or paste a link, first"),
-        (lambda: JobSpec(inputs=(CLIP,), formats=("srt", "docx")), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
+        (lambda: JobSpec(inputs=(CLIP,), formats=("srt", "docx")), "formats", "Unknown format 'docx': use srt, vtt, txt, json or ass"),
         (lambda: JobSpec(inputs=[CLIP]), "inputs", "Upload a video or audio file, or paste a link, first"),
-        (lambda: JobSpec(inputs=(CLIP,), formats=("srt", "srt")), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
-        (lambda: JobSpec(inputs=(CLIP,), formats=()), "formats", "Choose at least one output format from srt, vtt, txt, json, ass"),
+        (lambda: JobSpec(inputs=(CLIP,), formats=("srt", "srt")), "formats", "Choose each output format once, at least one: srt, vtt, txt, json, ass"),
+        (lambda: JobSpec(inputs=(CLIP,), formats=()), "formats", "Choose each output format once, at least one: srt, vtt, txt, json, ass"),
         (lambda: JobSpec(inputs=(CLIP, CLIP), subtitles=Path("a.srt")), "subtitles", "Existing subtitles go with exactly one video"),
         (lambda: TranscribeOptions(language="klingon"), "language", "Unknown language 'klingon': use 'auto' or a code such as en, de, es, fr, zh"),
         (lambda: TranscribeOptions(task="summarize"), "task", "Unknown task 'summarize': use transcribe or translate"),
@@ -165,7 +165,7 @@ def test_a_bad_input_fails_alone_and_same_stems_get_their_own_files(ov_model, vi
         os.umask(old)
     failed = [e for e in events if isinstance(e, FileFailed)]
     assert [(f.index, f.name) for f in failed] == [(1, "notes.mp4")]
-    assert failed[0].message.startswith("notes.mp4 is not a media file this server reads")
+    assert failed[0].message.startswith("notes.mp4 is not a video or audio file")
     assert sorted(p.name for p in out.iterdir()) == ["talk (2).srt", "talk (2).txt", "talk.srt", "talk.txt"]
     assert [e.path.name for e in events if isinstance(e, FileWritten)] == ["talk.srt", "talk.txt", "talk (2).srt",
                                                                           "talk (2).txt"]  # fmt: skip
@@ -260,8 +260,7 @@ def test_cli_subtitles_a_folder_and_a_second_run_resumes(where, model_cache, man
     assert first.returncode == 2, first.stderr
     assert first.stderr.strip().splitlines()[-2:] == [
         "2 done (0.01 h of audio), 0 skipped (done before), 1 failed",
-        "  failed: broken.mp4: broken.mp4 is not a media file this server reads (Error opening input files: Invalid "
-        "data found when processing input): use a video or audio file (MP4, MKV, WebM, MOV, MP3, WAV, ...)",
+        "  failed: broken.mp4: broken.mp4 is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …",
     ]
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{c}.srt" for c in ENGLISH[:2])
     kept = (out / f"{ENGLISH[0]}.srt").stat().st_mtime_ns

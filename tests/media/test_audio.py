@@ -2,7 +2,8 @@
 
 import pytest
 
-from pipeline.media.audio import last_line
+from pipeline.errors import SubtitleError
+from pipeline.media.audio import last_line, probe
 
 
 @pytest.mark.parametrize(
@@ -26,3 +27,21 @@ def test_last_line(stderr, expected):
 
 def test_last_line_of_nothing_says_what_the_caller_knows():
     assert last_line("", "exit code 1") == "exit code 1"
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("notes.mp4", b"a text file renamed"),
+        ("empty.mkv", b""),
+        ("noise.mp3", bytes(range(256)) * 64),
+        ("page.webm", b"<!doctype html><html><body>404</body></html>"),
+    ],
+)
+def test_a_file_that_is_not_media_gets_a_message_in_our_words(name, content, tmp_path):
+    """Issue 50, item 5: ffmpeg's own text ("Error opening input files: Invalid data found...") reached the user,
+    with "this server" on the CLI too. It goes to the log; the message says what to do."""
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(SubtitleError) as caught:
+        probe(tmp_path / name)
+    assert str(caught.value) == f"{name} is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …"

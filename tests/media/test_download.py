@@ -116,7 +116,7 @@ def test_download_over_the_size_limit_is_stopped(media_server, tmp_path):
 def test_nothing_listens_is_a_message(tmp_path):
     from conftest import free_port
 
-    with pytest.raises(SubtitleError, match="Could not reach that site"):
+    with pytest.raises(SubtitleError, match="^This machine could not reach 127.0.0.1: check the link, or the network$"):
         download(f"http://127.0.0.1:{free_port()}/a.mp4", tmp_path, allow_private=True)
 
 
@@ -169,9 +169,17 @@ def test_models_found_on_the_machine(monkeypatch, tmp_path):
         ("ERROR: Unsupported URL: https://example.com/page",
          "No video found at that link: paste a video page or a direct link to a media file"),
         ("ERROR: [generic] Unable to download webpage: <urlopen error [Errno -2] Name or service not known>",
-         "Could not reach that site: check the link and the server's network"),
+         "This machine could not reach the site: check the link, or the network"),
         ("ERROR: [vimeo] 123: \x1b[0;31msomething new\x1b[0m", "Could not download that link (something new)"),
     ],
 )  # fmt: skip
 def test_yt_dlp_errors_become_short_messages(error, message):
     assert explain(error) == message
+
+
+def test_a_site_that_does_not_resolve_is_one_message_for_the_page_and_the_cli():
+    """Without a network, a typo and no connection look alike: the message names both (issue 50, item 5)."""
+    from pipeline.media.download import check_url
+
+    with pytest.raises(SubtitleError, match="^This machine could not reach nowhere.invalid: check the link, or the"):
+        check_url("https://nowhere.invalid/video.mp4", allow_private=False)
