@@ -13,12 +13,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pipeline.errors import SubtitleError
-from pipeline.subtitles.cues import Cue, CueRules, is_cjk
+from pipeline.subtitles.cues import SENTENCE_END, Cue, CueRules, is_cjk
 from pipeline.subtitles.formats import format_timestamp
 from pipeline.subtitles.read import cue_blocks, read_subtitles
 
 SRT_PRECISION = 0.001  # SRT times are whole milliseconds: a rule is broken only beyond that rounding
-RULES = ("line length", "lines", "reading speed", "duration", "gap", "overlap")
+RULES = ("line length", "lines", "line break", "reading speed", "duration", "gap", "overlap")
+# words whose full stop ends no sentence
+_ABBREVIATIONS = {"mr.", "mrs.", "ms.", "dr.", "st.", "prof.", "jr.", "sr.", "vs.", "etc.", "e.g.", "i.e.", "no.",
+                  "mt.", "ft.", "u.s.", "u.k.", "a.m.", "p.m."}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +49,8 @@ def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
                 broken.append(("line length", f"line {k} has {len(line)} characters (max {limit})"))
         if len(lines) > rules.max_lines:
             broken.append(("lines", f"{len(lines)} lines (max {rules.max_lines})"))
+        elif (better := sentence_break(lines, rules)) is not None:
+            broken.append(("line break", f"a sentence ends inside a line: break after {better!r}"))
         duration = cue.end - cue.start
         chars = sum(len(line) for line in lines)
         if duration > 0 and chars / duration > rules.max_cps:
@@ -62,6 +67,25 @@ def check(cues: Sequence[Cue], rules: CueRules = CueRules()) -> list[Problem]:
                 broken.append(("gap", f"{gap:.3f} s before the next cue (min {rules.min_gap:.3f})"))
         problems += [Problem(index=i + 1, cue=cue, rule=rule, detail=detail) for rule, detail in broken]
     return problems
+
+
+def sentence_break(lines: Sequence[str], rules: CueRules = CueRules()) -> str | None:
+    """In a cue of two lines, a sentence that ends inside a line where a break there would fit the line length: the
+    words before that better break (broadcast style starts a new sentence on a new line); else None."""
+    if len(lines) != 2 or any(is_cjk(line) for line in lines):
+        return None
+    words = " ".join(lines).split(" ")
+    ends = len(lines[0].split(" "))  # the words of the first line
+    for cut in range(1, len(words)):
+        word = words[cut - 1]
+        if cut == ends or not SENTENCE_END.search(word) or word.lower() in _ABBREVIATIONS:
+            continue
+        if not words[cut][:1].isupper() and not words[cut][:1].isdigit():
+            continue
+        top, bottom = " ".join(words[:cut]), " ".join(words[cut:])
+        if max(len(top), len(bottom)) <= rules.max_line_chars:
+            return top
+    return None
 
 
 def summary(cues: Sequence[Cue], problems: Sequence[Problem]) -> str:

@@ -187,7 +187,8 @@ def _best_cut(words: Sequence[Word], rules: CueRules) -> int:
 
 
 def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) -> str:
-    """One line if it fits, else two balanced ones (preferring a break after punctuation), else more."""
+    """One line if it fits, else two: after a sentence end when both lines fit (a new sentence starts a new line),
+    else balanced, a break after clause punctuation worth PUNCTUATION_BREAK characters of balance; else more."""
     text = _text(words, cjk)
     if len(text) <= line_chars or len(words) == 1:
         return text
@@ -195,8 +196,9 @@ def _lines(words: Sequence[Word], line_chars: int, cjk: bool, max_lines: int) ->
     for cut in range(1, len(words)):
         top, bottom = _text(words[:cut], cjk), _text(words[cut:], cjk)
         over = max(0, len(top) - line_chars) + max(0, len(bottom) - line_chars)
+        sentence = 0 if SENTENCE_END.search(top) and over == 0 else 1
         punctuation = 0 if CLAUSE_END.search(top) or SENTENCE_END.search(top) else 1
-        score = (over, abs(len(top) - len(bottom)) + PUNCTUATION_BREAK * punctuation)
+        score = (over, sentence, abs(len(top) - len(bottom)) + PUNCTUATION_BREAK * punctuation)
         if best is None or score < best[0]:
             best = (score, cut)
     cut = best[1]

@@ -55,6 +55,13 @@ def cue(start, end, text):
         ([cue(0, 3, "a"), cue(2, 4, "b")], ["overlap"]),
         ([cue(0, 3, "")], []),  # empty text breaks no reading rule
         ([cue(0, 1, "x" * 50 + "\n" + "y" * 50 + "\nz")], ["line length", "line length", "lines", "reading speed"]),
+        # a sentence that ends inside a line where a break there fits: the cue, and its fix
+        ([cue(0, 5, "Chapter 17 of the Crimson Ferry\nBook. This is a Librevox Recording.")], ["line break"]),
+        ([cue(0, 5, "Chapter 17 of the Crimson Ferry Book.\nThis is a Librevox Recording.")], []),
+        ([cue(0, 5, "Yes. I will be there when the\nsun comes up over the hill")], []),  # the break would not fit
+        ([cue(0, 5, "I met Mr. Smith at the\nstation at nine")], []),  # an abbreviation ends no sentence
+        ([cue(0, 5, "Yes. No.")], []),  # one line: short sentences may share it
+        ([cue(0, 5, "it was late. and\nthen we left")], []),  # no capital after it: not a new sentence
     ],
 )
 def test_rules(cues, rules):
@@ -69,7 +76,7 @@ def test_rules_are_configurable():
 def test_summary():
     cues = [cue(0, 3, "ok"), cue(3.5, 4, "short"), cue(5, 6, "x" * 45)]
     assert summary(cues, check(cues)) == (
-        "3 cues, 2 break a rule, 33.3% pass (line length 1, lines 0, reading speed 1, duration 1, gap 0, overlap 0)"
+        "3 cues, 2 break a rule, 33.3% pass (line length 1, lines 0, line break 0, reading speed 1, duration 1, gap 0, overlap 0)"
     )
 
 
@@ -96,7 +103,7 @@ def test_command_line(tmp_path):
     ok, broken, missing = run([str(good)], [str(good), str(bad)], [str(tmp_path / "nope.srt")])
     assert ok.returncode == 0 and ok.stdout.strip() == (
         "good.srt: 2 cues, 0 break a rule, 100.0% pass "
-        "(line length 0, lines 0, reading speed 0, duration 0, gap 0, overlap 0)"
+        "(line length 0, lines 0, line break 0, reading speed 0, duration 0, gap 0, overlap 0)"
     )
     assert broken.returncode == 1
     lines = broken.stdout.strip().splitlines()

@@ -233,3 +233,24 @@ def test_the_cut_moves_so_that_both_cues_can_be_read(per_word, expected, breaks)
     cues = cues_from_words(words(COMPLAINT, per_word=per_word, gap=0.03))
     assert texts(cues) == expected
     assert rule_breaks(cues) == breaks
+
+
+@pytest.mark.parametrize(
+    "text, lines",
+    [
+        # a new sentence starts a new line when both fit (issue 50, item 7), even against balance
+        ("Chapter 17 of the Crimson Ferry Book. This is a Librevox Recording.",
+         "Chapter 17 of the Crimson Ferry Book.\nThis is a Librevox Recording."),
+        ("Yes. I think we should go to the store today", "Yes.\nI think we should go to the store today"),
+        # when it does not fit, balance and clause punctuation as before
+        ("Yes. I think that we should all go down to the old store today",
+         "Yes. I think that we should all\ngo down to the old store today"),
+        ("We walked for hours, and then we sat down by the river bank",
+         "We walked for hours, and then\nwe sat down by the river bank"),
+    ],
+)  # fmt: skip
+def test_a_new_sentence_starts_a_new_line(text, lines):
+    from pipeline.subtitles.cues import _lines
+
+    said = [Word(0.3 * i, 0.3 * i + 0.25, (" " if i else "") + w) for i, w in enumerate(text.split())]
+    assert _lines(said, 42, False, 2) == lines
