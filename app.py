@@ -22,44 +22,36 @@ from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
-from whisper.tokenizer import LANGUAGES
 
 from convert.checkpoints import DEFAULT_MODEL, available_models
 from pipeline import SubtitleError, TranscribeOptions
 from pipeline.asr.options import ModelOptions
-from pipeline.asr.precision import resolve_precision
 from pipeline.errors import OptionError
 from pipeline.jobs.body_limit import SESSION_BYTES, SESSION_MEMORY, BodyLimit
 from pipeline.jobs.build import build_spec
 from pipeline.jobs.executors import add_arguments, executor
-from pipeline.jobs.page import STYLE_FIELDS, cue_problems, escape_markdown, inputs_named, origin_problem, picker_colour
+from pipeline.jobs.page import (
+    BURN_CHOICES,
+    FORMAT_CHOICES,
+    LABEL_CHOICES,
+    LANGUAGE_CHOICES,
+    PRECISION_CHOICES,
+    SPEAKER_CHOICES,
+    STYLE_FIELDS,
+    TASK_CHOICES,
+    cue_problems,
+    escape_markdown,
+    inputs_named,
+    origin_problem,
+    picker_colour,
+)
 from pipeline.jobs.service import SKIP, ServerOptions, Service, Shown, available_memory, core_share, memory_problem
 from pipeline.jobs.spec import JobSpec, SubtitleText
 from pipeline.media.audio import Limits
 from pipeline.media.download import SITES
-from pipeline.media.video import PREVIEW_SECONDS
 from pipeline.subtitles.ass import Style
 from pipeline.subtitles.cues import CueRules
 from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
-
-FORMAT_CHOICES = [
-    ("SRT", "srt"),
-    ("WebVTT", "vtt"),
-    ("Plain text", "txt"),
-    ("JSON (with timings)", "json"),
-    ("ASS (styled, for Aegisub)", "ass"),
-]
-TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
-BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]
-PRECISION_CHOICES = [
-    (f"Auto ({resolve_precision('auto').name} on this CPU)", "auto"),
-    ("int8 weights", "int8"),
-    ("bf16", "bf16"),
-    ("f32 (reference, slowest)", "f32"),
-]
-SPEAKER_CHOICES = [("Off", "off"), ("Auto", "auto")] + [(str(n), str(n)) for n in range(2, 11)]
-LABEL_CHOICES = [("New cue only", "none"), ("Dialogue dashes", "dashes"), ("Names", "names")]
-LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
 @dataclass(frozen=True)
@@ -84,7 +76,7 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
         elem_id="url")),
     Field("model", DEFAULT_MODEL, lambda v, app: gr.Dropdown(
         app.model_choices, value=app.model_choices[0][1], label="Model",
-        info="More: start the app with --model small (a name, a .pt file or a faster-whisper folder)"), row=1),
+        info="Bigger models are more exact, and slower"), row=1),
     Field("language", _T.language or "auto", lambda v, app: gr.Dropdown(
         LANGUAGE_CHOICES, value=v, label="Spoken language"), row=1),
     Field("task", _T.task, lambda v, app: gr.Radio(TASK_CHOICES, value=v, label="Task"), row=2),
@@ -118,7 +110,7 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
     Field("burn_in", "none", lambda v, app: gr.Radio(
         BURN_CHOICES, value=v, label="Burn the subtitles into the picture"), "video"),
     Field("font_size", 100 * _S.font_size, lambda v, app: gr.Slider(
-        2, 12, value=v, step=0.5, label="Text size (% of the shorter side)"), "video", row=4),
+        2, 12, value=v, step=0.5, label="Text size, %", info="of the picture's shorter side"), "video", row=4),
     Field("position", _S.position, lambda v, app: gr.Radio(
         [("Bottom", "bottom"), ("Top", "top")], value=v, label="Position"), "video", row=4),
     Field("text_colour", _S.text_colour, lambda v, app: gr.ColorPicker(v, label="Text colour"), "video", row=5),
@@ -132,9 +124,9 @@ FORM: tuple[Field, ...] = (  # the form, in the API's order
     Field("highlight_colour", _S.highlight_colour, lambda v, app: gr.ColorPicker(
         v, label="Highlight colour"), "video", row=7),
     Field("margin", 100 * (_S.margin or 0), lambda v, app: gr.Slider(
-        0, 30, value=v, step=1, label="Margin (% of the height; 0 = automatic)"), "video"),
+        0, 30, value=v, step=1, label="Margin, %", info="of the height; 0: automatic"), "video", row=10),
     Field("soft", JobSpec.soft, lambda v, app: gr.Checkbox(
-        v, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)"), "video"),
+        v, label="Also a video with a subtitle track (MKV and MP4, not re-encoded)"), "video", row=9),
     Field("subtitles", None, lambda v, app: gr.File(
         label="Your own subtitles (SRT, WebVTT or ASS): used instead of transcribing; ASS burns in with its styles",
         file_types=[".srt", ".vtt", ".ass", ".ssa"],
@@ -274,25 +266,23 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                     button = gr.Button("Generate subtitles", variant="primary", elem_id="generate", scale=3)
                     cancel = gr.Button("Cancel", elem_id="cancel", scale=1)
                 status = gr.Markdown(min_height=70, elem_id="status")  # one line: stage, %, elapsed, time left
-            with gr.Column(scale=1):
+            with gr.Column(scale=1):  # the results: the cues come in here, in view while a job runs
                 about = gr.Markdown(label="Media", min_height=60, elem_id="about")
+                cues = gr.Dataframe(
+                    headers=["Start", "End", "Text"], label="Cues (edit a time, a speaker or a text, then make the "
+                    "files again: nothing is transcribed again)", interactive=True, wrap=True, max_height=420,
+                    column_widths=["120px", "120px"], elem_id="cues",
+                )  # fmt: skip
+                with gr.Row(visible=False) as editing:  # (once there are cues)
+                    apply = gr.Button("Make the files from these cues", elem_id="apply", size="sm", scale=0,
+                                      min_width=240)  # fmt: skip
+                    problems = gr.Markdown(elem_id="problems")
+                with gr.Row(equal_height=True, visible=False) as renaming:  # (once there are speakers)
+                    old_name = gr.Textbox(label="Rename the speaker…", placeholder="Speaker 1", elem_id="old-speaker")
+                    new_name = gr.Textbox(label="…to", placeholder="Alice", elem_id="new-speaker")
+                    rename = gr.Button("Rename", elem_id="rename", size="sm", scale=0, min_width=90)
                 preview = gr.Video(label="Preview with subtitles", interactive=False, elem_id="preview")
                 downloads = gr.File(label="Download", file_count="multiple", interactive=False, elem_id="downloads")
-        cues = gr.Dataframe(
-            headers=["Start", "End", "Text"],
-            label="Cues (edit a time, a speaker or a text, then make the files again: nothing is transcribed again)",
-            interactive=True,
-            wrap=True,
-            column_widths=["12%", "12%"],
-            elem_id="cues",
-        )
-        with gr.Row():
-            apply = gr.Button("Make the files from these cues", elem_id="apply", scale=1)
-            problems = gr.Markdown(elem_id="problems")
-        with gr.Row(equal_height=True):
-            old_name = gr.Textbox(label="Rename the speaker…", placeholder="Speaker 1", elem_id="old-speaker")
-            new_name = gr.Textbox(label="…to", placeholder="Alice", elem_id="new-speaker")
-            rename = gr.Button("Rename in every cue", elem_id="rename")
 
         # uploads read at once (Service.reading: one a client, READ_SLOTS for all); an ASS file's look goes in the
         # style fields
@@ -309,8 +299,11 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         for handler in (describe, style, check_cues):  # (Gradio passes the request by this annotation)
             handler.__annotations__ = {"request": gr.Request}
 
-        def cleared() -> tuple:  # (the cue table, downloads, status, preview, and where the cues came from)
-            return cue_table([], False), None, "", None, None
+        def cleared() -> tuple:  # (the cue table, downloads, status, preview, where the cues came from, the edit rows)
+            return cue_table([], False), None, "", None, None, gr.Row(visible=False), gr.Row(visible=False)
+
+        def made(files, url, speakers) -> tuple:  # a job done: its cues are of the inputs on the page now
+            return inputs_named(files, url), gr.Row(visible=True), gr.Row(visible=speakers != "off")
 
         def same_origin(files, url, made):  # Make the files: only on the cues of the inputs they came from
             if problem := origin_problem(made, files, url):
@@ -318,7 +311,8 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 raise gr.Error(problem, duration=5, print_exception=False)
             yield gr.skip()
 
-        files, url, fresh = widgets["files"], widgets["url"], [cues, downloads, status, preview, made_from]
+        files, url = widgets["files"], widgets["url"]
+        fresh = [cues, downloads, status, preview, made_from, editing, renaming]
         files.upload(describe, [files, seen], [files, about, seen, *fresh], show_progress="hidden")
         files.clear(cleared, None, fresh, show_progress="hidden")
         styled = [widgets[name] for name in STYLE_FIELDS]
@@ -330,8 +324,9 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             endpoint(app.apply_edits, ("table",)), [cues, *form], results, api_name="apply_edits",
             show_progress="hidden",
         )  # fmt: skip
-        for done in (job, edits):  # the cue table's cues are of the inputs on the page now
-            done.success(inputs_named, [files, url], made_from, show_progress="hidden", queue=False)
+        for done in (job, edits):
+            done.success(made, [files, url, widgets["speakers"]], [made_from, editing, renaming], queue=False,
+                         show_progress="hidden")  # fmt: skip
 
         # the rules, checked as the person edits (quick and bounded: not queued behind jobs, rate-limited per client)
         cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last",

@@ -137,7 +137,7 @@ def test_a_new_file_never_gets_the_old_files_cues(page, videos):
     page.locator("#generate").click()
     status, table = page.locator("#status"), page.locator("#cues")
     status.get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
-    words = table.locator("tbody tr").first.inner_text().split()[-1]
+    words = table.locator('[data-testid="cell-0-2"]').inner_text().strip()  # the first cue's text
     page.locator("#url").get_by_role("textbox").fill("https://example.com/other.mp4")
     page.locator("#apply").click()
     status.get_by_text(f"These cues are from {first}, not {first}, https://example.com/other.mp4").wait_for()
@@ -148,9 +148,7 @@ def test_a_new_file_never_gets_the_old_files_cues(page, videos):
     page.locator("#about").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
     assert words not in table.inner_text() and "Done" not in status.inner_text()
     assert page.locator("#downloads a").count() == 0
-    page.locator("#apply").click()
-    status.get_by_text("There are no cues to make files from").wait_for(timeout=JOB_TIMEOUT)
-    assert page.locator("#downloads a").count() == 0
+    assert page.locator("#apply").is_hidden()  # no cues to make files from: nothing to press
 
 
 def test_cancel_stops_the_job(page, app_server, tmp_path):
@@ -239,8 +237,12 @@ def test_a_new_upload_replaces_the_files_and_one_progress_line_counts_up(page, v
 
     page.locator("#generate").click()
     line = re.compile(r"^Transcribing long\.mp4 · (\d+)% · about ([\d:]+) left · ([\d:]+) elapsed$")
-    seen, deadline = [], time.monotonic() + 120
+    seen, deadline, cue_in_view = [], time.monotonic() + 120, None
     while "Done" not in (text := page.locator("#status").inner_text().strip()) and time.monotonic() < deadline:
+        first = page.locator('#cues [data-testid="cell-0-2"]')
+        if cue_in_view is None and "Transcribing" in text and first.count() and first.inner_text().strip():
+            box = first.bounding_box()  # (in the viewport, 1280x1000, not scrolled: issue 50, item 6)
+            cue_in_view = box is not None and box["y"] + box["height"] <= 1000
         if "Transcribing" in text:
             assert text.count("%") == 1, text
             match = line.match(text)
@@ -250,6 +252,7 @@ def test_a_new_upload_replaces_the_files_and_one_progress_line_counts_up(page, v
                 screenshot(page, tmp_path, "screenshot-progress.png")
         time.sleep(0.25)
     assert "Done" in text
+    assert cue_in_view, "the first cue came in below the fold"
     seconds = [sum(int(x) * 60**k for k, x in enumerate(reversed(e.split(":")))) for _, _, e in seen]
     # it counts up, never back to 0 (two values at least: on an AMX Xeon the clip is transcribed in about 3 s)
     assert len(set(seconds)) >= 2 and seconds == sorted(seconds)

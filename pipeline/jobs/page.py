@@ -7,14 +7,38 @@ import re
 from pathlib import Path
 from typing import Any
 
+from whisper.tokenizer import LANGUAGES
+
+from pipeline.asr.precision import resolve_precision
 from pipeline.errors import SubtitleError
 from pipeline.jobs.spec import JobResult, JobSpec, Source, SubtitleText
 from pipeline.media.audio import hms
+from pipeline.media.video import PREVIEW_SECONDS
 from pipeline.subtitles.ass import read_ass, style_of
 from pipeline.subtitles.check import check, parse_srt
 from pipeline.subtitles.formats import format_timestamp
 from pipeline.subtitles.read import is_ass, read_subtitles
 from pipeline.subtitles.table import table_cells, table_to_subtitles
+
+# the choices of the page's form: (label, value)
+FORMAT_CHOICES = [
+    ("SRT", "srt"),
+    ("WebVTT", "vtt"),
+    ("Plain text", "txt"),
+    ("JSON (with timings)", "json"),
+    ("ASS (styled, for Aegisub)", "ass"),
+]
+TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
+BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]
+PRECISION_CHOICES = [
+    (f"Auto ({resolve_precision('auto').name} on this CPU)", "auto"),
+    ("int8 weights", "int8"),
+    ("bf16", "bf16"),
+    ("f32 (reference, slowest)", "f32"),
+]
+SPEAKER_CHOICES = [("Off", "off"), ("Auto", "auto")] + [(str(n), str(n)) for n in range(2, 11)]
+LABEL_CHOICES = [("New cue only", "none"), ("Dialogue dashes", "dashes"), ("Names", "names")]
+LANGUAGE_CHOICES = [("Auto-detect", "auto")] + sorted(((n.title(), c) for c, n in LANGUAGES.items()))
 
 
 def status_line(line: str, elapsed: float) -> str:

@@ -51,7 +51,9 @@ class JobSpec:
             raise OptionError("inputs", "Upload a video or audio file, or paste a link, first")
         unknown = [f for f in self.formats if f not in FORMATS]
         if unknown:
-            raise OptionError("formats", f"Unknown format {unknown[0]!r}: use {', '.join(FORMATS[:-1])} or {FORMATS[-1]}")
+            raise OptionError(
+                "formats", f"Unknown format {unknown[0]!r}: use {', '.join(FORMATS[:-1])} or {FORMATS[-1]}"
+            )
         if not self.formats or len(set(self.formats)) != len(self.formats):
             raise OptionError("formats", f"Choose each output format once, at least one: {', '.join(FORMATS)}")
         if self.subtitles is not None and len(self.inputs) != 1:
