@@ -8,12 +8,10 @@ pipeline.jobs.service and shows its updates; it is also the API endpoint `/subti
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import inspect
 import itertools
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ from pipeline.asr.options import ModelOptions
 from pipeline.errors import OptionError
 from pipeline.jobs.body_limit import SESSION_BYTES, SESSION_MEMORY, BodyLimit
 from pipeline.jobs.build import build_spec
-from pipeline.jobs.executors import add_arguments, executor
+from pipeline.jobs.executors import executor
 from pipeline.jobs.page import (
     BURN_CHOICES,
     FORMAT_CHOICES,
@@ -45,10 +43,10 @@ from pipeline.jobs.page import (
     origin_problem,
     picker_colour,
 )
+from pipeline.jobs.server_args import parse_args
 from pipeline.jobs.service import SKIP, ServerOptions, Service, Shown, available_memory, core_share, memory_problem
 from pipeline.jobs.spec import JobSpec, SubtitleText
 from pipeline.media.audio import Limits
-from pipeline.media.download import SITES
 from pipeline.subtitles.ass import Style
 from pipeline.subtitles.cues import CueRules
 from pipeline.subtitles.table import cue_table, rename_speaker, table_cells, table_to_subtitles
@@ -141,7 +139,13 @@ class SubtitleApp(Service):
     def subtitle(self, client: str = "", **form) -> Iterator[tuple]:
         """One job from the page's form (FORM's names; defaults for the rest), for `client` (its address). Yields
         (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
-        yield "", "", cue_table([], False), None, None  # a new job starts from a clean page: no old results beside it
+        yield (
+            "",
+            "",
+            _table(cue_table([], False)),
+            None,
+            None,
+        )  # a new job starts from a clean page: no old results beside it
         admitted = False
         try:
             model = form.get("model") or self.model_choices[0][1]
@@ -192,7 +196,17 @@ def _page(update: tuple) -> tuple:
     shown = update[3]
     if isinstance(shown, Shown):
         shown = gr.Video(value=str(shown.video), subtitles=shown.subtitles and str(shown.subtitles))
-    return tuple(gr.skip() if part is SKIP else part for part in (*update[:3], shown, *update[4:]))
+    table = update[2] if update[2] is SKIP else _table(update[2])
+    return tuple(gr.skip() if part is SKIP else part for part in (*update[:2], table, shown, *update[4:]))
+
+
+WIDTHS = {"File": 18, "Start": 19, "End": 19, "Speaker": 16}  # % of the cue table; Text takes the rest, and wraps
+
+
+def _table(table: dict) -> gr.Dataframe:
+    """The cue table with its columns' widths for its shape (a Speaker or File column or not)."""
+    widths = [WIDTHS.get(name, 0) for name in table["headers"]]
+    return gr.Dataframe(value=table, column_widths=[f"{w or 100 - sum(widths)}%" for w in widths])
 
 
 def form_to_spec(**form) -> JobSpec:
@@ -271,7 +285,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
                 cues = gr.Dataframe(
                     headers=["Start", "End", "Text"], label="Cues (edit a time, a speaker or a text, then make the "
                     "files again: nothing is transcribed again)", interactive=True, wrap=True, max_height=420,
-                    column_widths=["120px", "120px"], elem_id="cues",
+                    column_widths=["20%", "20%", "60%"], elem_id="cues",
                 )  # fmt: skip
                 with gr.Row(visible=False) as editing:  # (once there are cues)
                     apply = gr.Button("Make the files from these cues", elem_id="apply", size="sm", scale=0,
@@ -300,7 +314,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             handler.__annotations__ = {"request": gr.Request}
 
         def cleared() -> tuple:  # (the cue table, downloads, status, preview, where the cues came from, the edit rows)
-            return cue_table([], False), None, "", None, None, gr.Row(visible=False), gr.Row(visible=False)
+            return _table(cue_table([], False)), None, "", None, None, gr.Row(visible=False), gr.Row(visible=False)
 
         def made(files, url, speakers) -> tuple:  # a job done: its cues are of the inputs on the page now
             return inputs_named(files, url), gr.Row(visible=True), gr.Row(visible=speakers != "off")
@@ -334,53 +348,6 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
         rename.click(app.rename, [cues, old_name, new_name], cues, api_name="rename_speaker", show_progress="hidden")
         cancel.click(None, None, None, cancels=[job, edits])  # the job stops at its next event and removes its folder
     return demo
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description="Subtitle generator web app (Gradio).", formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    env = os.environ.get
-    p.add_argument("--host", default=env("GRADIO_SERVER_NAME", "127.0.0.1"), help="address to listen on")
-    p.add_argument("--port", type=int, default=int(env("GRADIO_SERVER_PORT", "7860")), help="port to listen on")
-    p.add_argument(
-        "--model",
-        action="append",
-        help="model to offer (repeatable; the first is the default): a name, a .pt file or a faster-whisper "
-        "directory. The embedded base and any models found on this machine are always offered",
-    )
-    p.add_argument("--share", action="store_true", help="also serve on a public gradio.live link")
-    p.add_argument("--max-file-size", type=float, default=2048, metavar="MB", help="largest upload or download")
-    p.add_argument(
-        "--max-job-size",
-        type=float,
-        default=Limits.max_job_bytes / 1e6,
-        metavar="MB",
-        help="video one job may write (burned-in, soft-subtitled and preview copies, with Gradio's cached copy of "
-        "each; a burn counts at its 8 Mbit/s cap: about an hour of whole-video burn-in per 8 GB)",
-    )
-    p.add_argument("--max-duration", type=float, default=180, metavar="MINUTES", help="longest media accepted")
-    p.add_argument(
-        "--concurrency",
-        type=int,
-        default=None,
-        help="jobs transcribed at once, the rest wait in the queue (default: 1; with --ray, one per worker)",
-    )
-    p.add_argument("--queue-size", type=int, default=20, help="jobs allowed to wait; more are turned away")
-    p.add_argument("--jobs-per-client", type=int, default=2, help="jobs one address may have working or waiting")
-    p.add_argument(
-        "--allow-private-urls",
-        action="store_true",
-        help="accept links to localhost/LAN addresses (off by default, also on loopback: behind a reverse proxy, "
-        "loopback is the whole network)",
-    )
-    p.add_argument(
-        "--sites",
-        default=",".join(SITES),
-        help="yt-dlp extractors links may use, comma-separated regular expressions ('all': every one yt-dlp has)",
-    )
-    add_arguments(p)
-    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
