@@ -139,13 +139,7 @@ class SubtitleApp(Service):
     def subtitle(self, client: str = "", **form) -> Iterator[tuple]:
         """One job from the page's form (FORM's names; defaults for the rest), for `client` (its address). Yields
         (about, status, cue table, preview video, files to download) as the job goes; the last is complete."""
-        yield (
-            "",
-            "",
-            _table(cue_table([], False)),
-            None,
-            None,
-        )  # a new job starts from a clean page: no old results beside it
+        yield "", "", cue_table([], False), None, None  # a new job starts from a clean page: no old results beside it
         admitted = False
         try:
             model = form.get("model") or self.model_choices[0][1]
@@ -196,17 +190,18 @@ def _page(update: tuple) -> tuple:
     shown = update[3]
     if isinstance(shown, Shown):
         shown = gr.Video(value=str(shown.video), subtitles=shown.subtitles and str(shown.subtitles))
-    table = update[2] if update[2] is SKIP else _table(update[2])
-    return tuple(gr.skip() if part is SKIP else part for part in (*update[:2], table, shown, *update[4:]))
+    return tuple(gr.skip() if part is SKIP else part for part in (*update[:3], shown, *update[4:]))
 
 
 WIDTHS = {"File": 18, "Start": 19, "End": 19, "Speaker": 16}  # % of the cue table; Text takes the rest, and wraps
 
 
-def _table(table: dict) -> gr.Dataframe:
-    """The cue table with its columns' widths for its shape (a Speaker or File column or not)."""
-    widths = [WIDTHS.get(name, 0) for name in table["headers"]]
-    return gr.Dataframe(value=table, column_widths=[f"{w or 100 - sum(widths)}%" for w in widths])
+def _widths(table) -> gr.Dataframe:
+    """The cue table's column widths for its shape (a Speaker or File column or not): set beside its value, which
+    the API returns as it is."""
+    headers = table.get("headers") if isinstance(table, dict) else getattr(table, "columns", None)
+    widths = [WIDTHS.get(name, 0) for name in headers if isinstance(name, str)] if headers is not None else []
+    return gr.Dataframe(column_widths=[f"{w or 100 - sum(widths)}%" for w in widths]) if widths else gr.skip()
 
 
 def form_to_spec(**form) -> JobSpec:
@@ -314,7 +309,7 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             handler.__annotations__ = {"request": gr.Request}
 
         def cleared() -> tuple:  # (the cue table, downloads, status, preview, where the cues came from, the edit rows)
-            return _table(cue_table([], False)), None, "", None, None, gr.Row(visible=False), gr.Row(visible=False)
+            return cue_table([], False), None, "", None, None, gr.Row(visible=False), gr.Row(visible=False)
 
         def made(files, url, speakers) -> tuple:  # a job done: its cues are of the inputs on the page now
             return inputs_named(files, url), gr.Row(visible=True), gr.Row(visible=speakers != "off")
@@ -342,6 +337,15 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
             done.success(made, [files, url, widgets["speakers"]], [made_from, editing, renaming], queue=False,
                          show_progress="hidden")  # fmt: skip
 
+        cues.change(
+            _widths,
+            cues,
+            cues,
+            queue=False,
+            show_progress="hidden",
+            api_visibility="private",
+            js="(t) => [{headers: t.headers, data: [], metadata: null}]",
+        )  # (only its headers are sent)
         # the rules, checked as the person edits (quick and bounded: not queued behind jobs, rate-limited per client)
         cues.input(check_cues, cues, problems, show_progress="hidden", queue=False, trigger_mode="always_last",
                    api_name="check_cues")  # fmt: skip

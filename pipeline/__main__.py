@@ -308,7 +308,8 @@ def _print(events, say, inputs: int) -> JobResult:
         elif isinstance(event, JobResult):
             for f in event.files:
                 info = f.result.info
-                say(f"{f.source.title}: {hms(info.duration)} of {info.language} audio in {f.seconds:.1f} s")
+                voices = "" if f.result.voices is None else f" · {f.result.voices} voice{'s' * (f.result.voices != 1)}"
+                say(f"{f.source.title}: {hms(info.duration)} of {info.language} audio in {f.seconds:.1f} s{voices}")
             return event
     raise AssertionError("run_job ends with its JobResult")
 

@@ -156,7 +156,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(args, message, model_cache, tm
 def test_not_a_media_file_is_a_clear_error(ov_model, tmp_path):
     bogus = tmp_path / "notes.mp4"
     bogus.write_text("this is not a video")
-    with pytest.raises(SubtitleError, match="not a media file"):
+    with pytest.raises(SubtitleError, match="^notes.mp4 is not a video or audio file: use MP4"):
         subtitle_file(bogus, ov_model)
 
 

@@ -133,6 +133,11 @@ def done_line(result: JobResult, spec: JobSpec, took: float) -> str:
         given = "your edited cues" if isinstance(spec.subtitles, SubtitleText) else Path(spec.subtitles).name
         line = f"Made the files from {given}" + (" and burned them into the video" if burned else "")
     line += f" in {hms(took)}."
+    voices = [f.result.voices for f in result.files if f.result.voices is not None]
+    if voices:
+        found = " and ".join(dict.fromkeys(f"{n} voice{'s' * (n != 1)}" for n in voices))
+        line += f" {found} found" + ("." if spec.speakers is None or spec.speakers.speakers else
+                                     ": if you know how many speak, give the number under Advanced options.")  # fmt: skip
     line += "".join(f" {note}" for f in result.files for note in f.notes)
     if result.failed:
         line += " Failed: " + "; ".join(f.message for f in result.failed)

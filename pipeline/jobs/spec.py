@@ -109,6 +109,7 @@ class SubtitleResult:
     cues: tuple[Cue, ...]  # cleaned: ordered, non-overlapping, within the media
     info: TranscriptionInfo
     media: MediaInfo
+    voices: int | None = None  # how many voices the speaker turns found; None: speakers were not asked for
 
 
 @dataclass(frozen=True)

@@ -55,17 +55,21 @@ def subtitle_audio(
     except BaseException:
         stop.set()
         raise
+    voices = None
     if turns is not None:
         if progress is not None:
             progress(1.0)
         with stage("speakers"):  # (what is left of them when the decoding is done)
-            collected = with_speakers(collected, turns.result())
+            found = turns.result()
+            voices = len({t.speaker for t in found})
+            if voices > 1 or speakers.speakers is not None:  # (one voice found: no labels to show)
+                collected = with_speakers(collected, found)
     if rules is not None:
         cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
     else:
         cues = [Cue(s.start, s.end, s.text, s.words, s.speaker) for s in collected]
     media = media or MediaInfo(info.duration, True, False)
-    return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media)
+    return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media, voices)
 
 
 def subtitle_file(

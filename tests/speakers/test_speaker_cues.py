@@ -272,10 +272,30 @@ def test_a_conversation_of_three_voices_gets_a_speaker_per_cue(ov_model, audio):
         found.setdefault(voices.pop(), set()).add(c.speaker)
     assert all(len(names) == 1 and None not in names for names in found.values()), found
     assert len({next(iter(names)) for names in found.values()}) == 3, found  # three voices, three speakers
+    assert result.voices == 3  # (what the CLI and the page say: "3 voices found")
     vtt = to_vtt(result.cues, result.info.duration, "dashes")
     assert {line[3 : line.index(">")] for line in vtt.splitlines() if line.startswith("<v ")} == set().union(
         *found.values()
     )
+
+
+@pytest.mark.slow
+def test_one_voice_found_carries_no_speaker_labels(ov_model, audio):
+    """Speakers on auto and one voice found (an audiobook's reader): the cues carry no speaker, so the files have no
+    "Speaker 1:" and no <v Speaker 1>, and the result says one voice was found (issue 51, item 4)."""
+    import numpy as np
+
+    from pipeline.asr.options import TranscribeOptions
+    from pipeline.jobs.subtitling import subtitle_audio
+    from pipeline.speakers.turns import TurnOptions
+
+    speech = np.concatenate(
+        [audio("en_librivox_sas01_0880"), np.zeros(8000, np.float32), audio("en_librivox_sas01_0890")]
+    )
+    result = subtitle_audio(speech, ov_model, TranscribeOptions(language="en"), rules=CueRules(),
+                            speakers=TurnOptions())  # fmt: skip
+    assert result.voices == 1 and result.cues and all(c.speaker is None for c in result.cues)
+    assert "<v " not in to_vtt(result.cues, result.info.duration, "dashes")
 
 
 def test_a_dialogue_cue_keeps_the_jobs_own_cue_rules():
