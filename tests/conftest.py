@@ -112,6 +112,19 @@ def mute_video(path: Path) -> Path:
     return path
 
 
+def slow_ass(seconds: int = 20, width: int = 640, height: int = 360) -> str:
+    """An ASS script made to be slow to draw: our styles, 300 blurred, bordered, turning lines for `seconds`."""
+    from pipeline.subtitles.ass import to_ass
+    from pipeline.subtitles.cues import Cue
+
+    head = to_ass([Cue(0, 1, "x")], width, height).split("[Events]")[0]
+    fields = "Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n"
+    end = f"0:{seconds // 60:02d}:{seconds % 60:02d}.00"
+    slow = "".join(f"Dialogue: {i},0:00:00.00,{end},Default,,0,0,0,,{{\\blur40\\bord60\\fs200\\t(\\frz360)}}Slow {i}\n"
+                   for i in range(300))  # fmt: skip
+    return head + "[Events]\n" + fields + slow
+
+
 def speech_video(clip_id: str, path: Path) -> Path:
     """An H.264 + AAC mp4 (a plain navy picture) carrying a real speech clip from tests/data."""
     ffmpeg("-i", str(clip_path(clip_id)), "-f", "lavfi", "-i", "color=c=navy:size=320x240:rate=25",

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ENGLISH, clip_path, ffmpeg
+from conftest import ENGLISH, clip_path, ffmpeg, slow_ass
 from test_checkpoints import tiny_en_dir
 
 from pipeline.asr.cache import ModelCache
@@ -746,16 +746,12 @@ def test_a_script_too_slow_to_draw_gives_the_slot_back_at_once(tmp_path, monkeyp
     nothing left; an ordinary burn of the same video is not."""
     from pipeline.media import video as video_module
     from pipeline.media.video import BurnOptions, burn
-    from pipeline.subtitles.ass import to_ass
     from pipeline.subtitles.cues import Cue
 
     monkeypatch.setattr(video_module, "GRACE", 3.0)
     clip = tmp_path / "clip.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc2=s=640x360:d=20", "-c:v", "libx264", "-preset", "ultrafast", str(clip))
-    head = to_ass([Cue(0, 1, "x")], 640, 360).split("[Events]")[0]  # our styles, someone else's events
-    slow = "".join(f"Dialogue: {i},0:00:00.00,0:00:20.00,Default,,0,0,0,,{{\\blur40\\bord60\\fs200\\t(\\frz360)}}Slow {i}\n"
-                   for i in range(300))  # fmt: skip
-    script = head + "[Events]\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n" + slow
+    script = slow_ass()  # our styles, someone else's events
     started = time.monotonic()
     with pytest.raises(
         SubtitleError, match=r"^Burning in was too slow \(\d+\.\d s of video in \d+ s\) and was stopped"

@@ -278,22 +278,16 @@ def test_cli_subtitles_a_folder_and_a_second_run_resumes(where, model_cache, man
 def test_a_video_that_cannot_be_made_is_a_note_and_the_subtitles_are_delivered(tmp_path, monkeypatch):
     """The videos are extras: a burn stopped as too slow to draw gives the subtitles, a one-line note, and no
     video (issue 50, item 2: a failed preview once failed the whole job)."""
-    from conftest import ffmpeg
+    from conftest import ffmpeg, slow_ass
 
     from pipeline.media import video
-    from pipeline.subtitles.ass import to_ass
-    from pipeline.subtitles.cues import Cue
 
     monkeypatch.setattr(video, "GRACE", 2.0)
     clip = tmp_path / "clip.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc2=s=640x360:d=20", "-f", "lavfi", "-i", "sine=d=20", "-shortest",
            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(clip))  # fmt: skip
-    head = to_ass([Cue(0, 1, "x")], 640, 360).split("[Events]")[0]
-    slow = "".join(f"Dialogue: {i},0:00:00.00,0:00:20.00,Default,,0,0,0,,{{\\blur40\\bord60\\fs200\\t(\\frz360)}}Slow {i}\n"
-                   for i in range(300))  # fmt: skip
     script = tmp_path / "slow.ass"
-    fields = "Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n"
-    script.write_text(head + "[Events]\n" + fields + slow, encoding="utf-8")
+    script.write_text(slow_ass(), encoding="utf-8")
     spec = JobSpec(inputs=(clip,), formats=("srt",), subtitles=script, burn=BurnOptions())
     result = next(e for e in run_job(spec, tmp_path / "out", ModelCache()) if isinstance(e, JobResult))
     done = result.files[0]
