@@ -71,6 +71,36 @@ def ensure_ir(
     return cached_entry(f"{checkpoint.identity}-v{EXPORT_VERSION}-{options.weights}", FILES, write)
 
 
+def weights_entry(
+    name: str,
+    weights: Path,
+    version: int,
+    *,
+    xml: str,
+    output: str,
+    module: Callable[[], nn.Module],
+    example: Tensor,
+    shape: tuple[int, ...],
+) -> Path:
+    """The cache folder of a small network's IR, keyed by its weights' digest and `version`, holding `xml` (and its
+    .bin): `module()` traced on `example` with a float32 input of `shape` (-1: any size), its output named `output`,
+    written on first use."""
+    import hashlib
+
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+
+    def write(out: Path) -> None:
+        import openvino as ov
+
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (tracing's warnings are not actionable here)
+            model = ov.convert_model(module(), example_input=example, input=[(shape, ov.Type.f32)])
+        model.outputs[0].get_tensor().set_names({output})
+        ov.save_model(model, out / xml, compress_to_fp16=False)
+
+    return cached_entry(f"{name}-{digest}-v{version}", (xml, xml.replace(".xml", ".bin")), write)
+
+
 def cached_entry(key: str, files: Sequence[str], write: Callable[[Path], None]) -> Path:
     """The cache folder `key`, holding `files`; written by `write(folder)` first if it is not there yet.
 

@@ -10,8 +10,6 @@ layers. Cached as Whisper's IR (convert.export.cached_entry).
 
 from __future__ import annotations
 
-import hashlib
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from convert.export import cached_entry
+from convert.export import weights_entry
 
 WEIGHTS = Path(__file__).parent / "weights" / "segmentation.npz"
 EXPORT_VERSION = 1  # bump when the IR changes
@@ -84,17 +82,6 @@ def load_segmentation() -> PyanNet:
 
 def ensure_segmentation_ir() -> Path:
     """The cache folder holding segmentation.xml/.bin, exported on first use (convert.export.cached_entry)."""
-    digest = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:16]
-    return cached_entry(f"segmentation-{digest}-v{EXPORT_VERSION}", ("segmentation.xml", "segmentation.bin"), _export)
-
-
-def _export(out: Path) -> None:
-    import openvino as ov
-
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (tracing's warnings are not actionable here)
-        model = ov.convert_model(
-            load_segmentation(), example_input=torch.zeros(2, 1, CHUNK), input=[((-1, 1, CHUNK), ov.Type.f32)]
-        )
-    model.outputs[0].get_tensor().set_names({"classes"})
-    ov.save_model(model, out / "segmentation.xml", compress_to_fp16=False)
+    example = torch.zeros(2, 1, CHUNK)
+    return weights_entry("segmentation", WEIGHTS, EXPORT_VERSION, xml="segmentation.xml", output="classes",
+                         module=load_segmentation, example=example, shape=(-1, 1, CHUNK))  # fmt: skip

