@@ -1,8 +1,10 @@
 """Who speaks when: speaker turns (pipeline/speakers/turns.py) scored on seeded conversations of real voices (issue 39), on
-recordings of one voice and on real meetings; with --cues, the speakers of the cues the pipeline makes.
+recordings of one voice, on panels of four and on real conversations; with --cues, the speakers of the cues the
+pipeline makes.
 
-    python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10 | --single | --ami [DIR]] [--given]
-                                  [--cues] [--step 0.5] [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]]
+    python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10] [--single | --panel | --real [DIR]
+                                  [--real-dir DIR] [--overlap]] [--given] [--cues] [--step 0.5]
+                                  [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]]
 
 Each seed joins 3-5 distinct voices of ../shared/eval (VOICES below, any language) into one recording. Each voice's
 clips are cut into pieces at their quietest 10-ms frame near a drawn length (0.5-1 s for 40 % of the turns, 1-3 s
@@ -15,10 +17,12 @@ ms or more, pauses under 0.3 s bridged (NIST RT's rule for speaker segments); in
 detector. --single joins the pieces of ONE voice the same way (each voice with 30 s of speech or more, as much
 as a seed's start leaves): one speaker is the right count, the case of an audiobook or a talk.
 
---ami DIR: the first 30 s of seven AMI Meeting Corpus meetings (CC BY 4.0, the AMI Consortium) that pyannote.audio
-4.0.7 ships as test data (fetched from its sdist on PyPI when DIR is empty); AMI_CLIPS says which are left out. The
-reference is their RTTM, the scored part their UEM. AMI has overlapped speech, our turns one speaker at a time: the
-DER is given with the overlap scored and skipped.
+--panel: four voices speaking in a fixed order, two turns each of 2-6 s, 0.3-1 s apart. --real [DIR]: the real
+conversations of benchmarks/conversations.py (seven AMI excerpts and a phone call, fetched from PyPI into DIR), and
+with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, our turns one speaker at a time: the DER
+is given with the overlap scored and skipped; --overlap adds segmentation-3.0's (benchmarks/segmentation.py, a lever
+measured, not in the pipeline). "Speech to its speaker" is the share of the reference speech outside overlap given
+to the speaker matched to its voice.
 
 Our turns run on the detector's regions (pipeline.asr.vad.speech_map), with the number of speakers found (default) or,
 with --given, given. The score is pyannote.metrics' DiarizationErrorRate(collar=0.5): the whole width around each
@@ -34,8 +38,8 @@ or more voices (a midpoint in no turn is ignored; one within 0.25 s of a turn al
 their speaker: each speaker found stands for the voice it overlaps most in the cues' words, and a cue carries its
 speaker when that voice says most of its words.
 
-Seeds 1-10 (the default) and --single are the development set: the tuned numbers may be chosen on them. Seeds
-101-110 and the AMI clips are held out: never used for tuning, nor by the tests; run them only to check a setting
+Seeds 1-10 (the default), --single and the real development recordings are the development set: the tuned numbers
+may be chosen on them. Seeds 101-110 and the real held-out recordings (REAL_HELD_OUT, --real-dir) are held out: never used for tuning, nor by the tests; run them only to check a setting
 chosen on the others (a grid on them is refused). --step, --distance and --min-share try other values of TURN_STEP,
 TURN_DISTANCE and TURN_MIN_SHARE (pipeline/tuning.py, the defaults); --distance and --min-share take lists, every
 pair scored on the same embeddings.
