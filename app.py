@@ -230,6 +230,9 @@ def _client(request: gr.Request | None) -> str:
     return request.client.host if request is not None and request.client else ""
 
 
+_HOLD = "() => { const b = document.querySelector('#generate'); if (b) b.disabled = true; }"  # (at once, in the page)
+
+
 def endpoint(method: Callable[..., Iterator[tuple]], before: tuple[str, ...] = ()) -> Callable[..., Iterator[tuple]]:
     """`method(*before, **form)` as a Gradio function of positional values (`before`, then FORM's fields). Its
     signature names the fields with their defaults: Gradio reads it for the API's parameter names."""
@@ -322,7 +325,11 @@ def build_ui(app: SubtitleApp) -> gr.Blocks:
 
         files, url = widgets["files"], widgets["url"]
         fresh = [cues, downloads, status, preview, made_from, editing, renaming]
-        files.upload(describe, [files, seen], [files, about, seen, *fresh], show_progress="hidden")
+        # (the box adds an upload to the files before; describe keeps the new ones: no job starts in between)
+        hidden = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
+        files.upload(lambda: gr.Button(interactive=False), None, button, **hidden, js=_HOLD).then(
+            describe, [files, seen], [files, about, seen, *fresh], show_progress="hidden"
+        ).then(lambda: gr.Button(interactive=True), None, button, **hidden)
         files.clear(cleared, None, fresh, show_progress="hidden")
         styled = [widgets[name] for name in STYLE_FIELDS]
         widgets["subtitles"].upload(style, widgets["subtitles"], styled, show_progress="hidden")

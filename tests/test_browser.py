@@ -361,7 +361,9 @@ def test_an_ass_file_brought_sets_the_style_fields(page, tmp_path):
 
 def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
     """Speakers: Auto. A real phone call of two women on one line (pyannote.audio's sample) shows two speakers in
-    the cue table and says "2 voices"; a recording of one voice shows no Speaker column and no label in the files."""
+    the cue table and says "2 voices"; a recording of one voice, uploaded next and started at once, is transcribed
+    alone (the box holds both files until the upload is read: Generate waits) and shows no Speaker column and no
+    label in the files."""
     from conftest import speech_video
 
     call = speech_video("en_pyannote_call", tmp_path / "call.mp4")
@@ -381,10 +383,11 @@ def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
 
     one = videos[ENGLISH[0]]
     page.locator("#files input[type=file]").set_input_files(str(one))
-    page.locator("#about").get_by_text(one.name).wait_for(timeout=UPLOAD_TIMEOUT)
-    expect(page.locator("#about")).not_to_contain_text("call.mp4")  # (the new upload replaces the call)
-    page.locator("#generate").click()
+    page.locator("#files").get_by_text(one.name).wait_for(timeout=UPLOAD_TIMEOUT)
+    page.locator("#generate").click()  # (at once: the button waits while the upload replaces the call)
     page.locator("#status").get_by_text("1 voice found").wait_for(timeout=JOB_TIMEOUT)
+    assert "2 voices" not in page.locator("#status").inner_text()
+    expect(page.locator("#about")).not_to_contain_text("call.mp4")
     expect(table.get_by_text("Speaker", exact=True)).to_have_count(0)  # (no column header)
     assert table.get_by_text("Speaker 1", exact=True).count() == 0
     text = download_srt(page, tmp_path)
