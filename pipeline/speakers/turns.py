@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -124,8 +125,12 @@ def voice_count(embeddings: np.ndarray) -> int:
     if count == 1:
         return 1
     spectral = vectors[:, :count]
-    tries = [kmeans2(spectral, count, minit="++", seed=seed) for seed in range(5)]  # (k-means++ from 5 starts)
+    with warnings.catch_warnings():  # (an empty cluster from one start is only a worse start)
+        warnings.simplefilter("ignore")
+        tries = [kmeans2(spectral, count, minit="++", seed=seed) for seed in range(5)]  # (k-means++, 5 starts)
     centres, labels = min(tries, key=lambda t: float(((spectral - t[0][t[1]]) ** 2).sum()))
+    if np.bincount(labels).max() < TURN_MIN_CLUSTER:  # (no cluster is a voice: one voice, as 3D-Speaker says)
+        return 1
     labels = _fold_small(points, labels, TURN_MIN_CLUSTER)
     while len(set(labels.tolist())) > 1:
         found = sorted(set(labels.tolist()))

@@ -217,6 +217,7 @@ def test_cluster_voices(make, speakers, expected):
         (lambda rng: voices(rng, [(5, 0.0), (4, 0.0)]), 1),  # under TURN_MIN_WINDOWS windows: one
         (lambda rng: voices(rng, [(12, 0.0), (12, 0.0), (4, 0.0)]), 3),  # TURN_MIN_CLUSTER windows make a voice
         (lambda rng: voices(rng, [(12, 0.0), (12, 0.0), (3, 0.0)]), 2),  # fewer join the nearest
+        (lambda rng: voices(rng, [(3, 0.0), (3, 0.0), (2, 0.0), (2, 0.0)]), 1),  # none has enough: one
         (lambda rng: voices(rng, [(6, 0.3)] * 5), 5),
     ],
 )
