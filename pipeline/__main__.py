@@ -30,6 +30,7 @@ from pipeline.jobs.spec import (
     JobSpec,
     Progress,
     SourceFound,
+    voices_found,
 )
 from pipeline.media.audio import hms, media_files
 from pipeline.subtitles.ass import Style
@@ -308,7 +309,7 @@ def _print(events, say, inputs: int) -> JobResult:
         elif isinstance(event, JobResult):
             for f in event.files:
                 info = f.result.info
-                voices = "" if f.result.voices is None else f" · {f.result.voices} voice{'s' * (f.result.voices != 1)}"
+                voices = "" if f.result.voices is None else f" · {voices_found(f.result.voices)}"
                 say(f"{f.source.title}: {hms(info.duration)} of {info.language} audio in {f.seconds:.1f} s{voices}")
             return event
     raise AssertionError("run_job ends with its JobResult")

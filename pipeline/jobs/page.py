@@ -11,7 +11,7 @@ from whisper.tokenizer import LANGUAGES
 
 from pipeline.asr.precision import resolve_precision
 from pipeline.errors import SubtitleError
-from pipeline.jobs.spec import JobResult, JobSpec, Source, SubtitleText
+from pipeline.jobs.spec import JobResult, JobSpec, Source, SubtitleText, voices_found
 from pipeline.media.audio import hms
 from pipeline.media.video import PREVIEW_SECONDS
 from pipeline.subtitles.ass import read_ass, style_of
@@ -135,7 +135,7 @@ def done_line(result: JobResult, spec: JobSpec, took: float) -> str:
     line += f" in {hms(took)}."
     voices = [f.result.voices for f in result.files if f.result.voices is not None]
     if voices:
-        found = " and ".join(dict.fromkeys(f"{n} voice{'s' * (n != 1)}" for n in voices))
+        found = " and ".join(dict.fromkeys(voices_found(n) for n in voices))
         line += f" {found} found" + ("." if spec.speakers is None or spec.speakers.speakers else
                                      ": if you know how many speak, give the number under Advanced options.")  # fmt: skip
     line += "".join(f" {note}" for f in result.files for note in f.notes)

@@ -186,3 +186,8 @@ class JobResult:
 
 
 Event = Progress | SourceFound | CueDecoded | FileWritten | FileDone | FileFailed | FileSkipped
+
+
+def voices_found(n: int) -> str:
+    """ "1 voice", "2 voices": what the speaker turns found, as the CLI and the page say it."""
+    return f"{n} voice{'s' * (n != 1)}"

@@ -97,17 +97,19 @@ def _turns_beside(audio: np.ndarray, regions, threads: int, speakers: TurnOption
 
 
 def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:
-    """The segments with each word's speaker (a sentence whole under one, `whole_sentences`), and each segment's
-    (the one that says most of it)."""
-    words = [(w.start, w.end) for seg in segments for w in seg.words or ()]
-    names = speakers_of(turns, words + [(seg.start, seg.end) for seg in segments])  # (one search of the turns)
-    said = iter(whole_sentences([w for seg in segments for w in seg.words or ()], names[: len(words)]))
+    """The segments with each word's speaker (a sentence whole under one, `whole_sentences`), and each segment's:
+    the one that says most of its words, or whose turns overlap it most when it has none."""
+    words = [w for seg in segments for w in seg.words or ()]
+    bare = [seg for seg in segments if not seg.words]
+    names = speakers_of(turns, [(w.start, w.end) for w in words] + [(s.start, s.end) for s in bare])  # (one search)
+    said, of_bare = iter(whole_sentences(words, names[: len(words)])), iter(names[len(words) :])
     out = []
-    for seg, name in zip(segments, names[len(words) :]):
-        spoken = tuple(replace(w, speaker=next(said)) for w in seg.words) if seg.words else seg.words
-        if spoken:
-            name = _most(spoken)
-        out.append(replace(seg, words=spoken, speaker=name))
+    for seg in segments:
+        if seg.words:
+            spoken = tuple(replace(w, speaker=next(said)) for w in seg.words)
+            out.append(replace(seg, words=spoken, speaker=_most(spoken)))
+        else:
+            out.append(replace(seg, speaker=next(of_bare)))
     return out
 
 

@@ -134,7 +134,8 @@ def voice_count(embeddings: np.ndarray) -> int:
     labels = _fold_small(points, labels, TURN_MIN_CLUSTER)
     while len(set(labels.tolist())) > 1:
         found = sorted(set(labels.tolist()))
-        closeness = np.triu(_centroids(points, labels, found) @ _centroids(points, labels, found).T, 1)
+        centroids = _centroids(points, labels, found)
+        closeness = np.triu(centroids @ centroids.T, 1)
         i, j = np.unravel_index(np.argmax(closeness), closeness.shape)
         if closeness[i, j] < TURN_MERGE:
             break
