@@ -44,7 +44,7 @@ MODES = {
     "default": TranscribeOptions(language="en"),
     "no-vad": TranscribeOptions(language="en", vad=False),
     "greedy": TranscribeOptions(language="en", beam_size=None),
-    **{f"batch{n}": TranscribeOptions(language="en", batch_size=n) for n in (2, 4, 8)},
+    **{f"batch{n}": TranscribeOptions(language="en", batch_size=n) for n in (2, 3, 4, 8)},
     **{f"greedy-batch{n}": TranscribeOptions(language="en", beam_size=None, batch_size=n) for n in (2, 4, 8)},
 }
 

@@ -27,6 +27,14 @@ sys.path[:0] = [str(p) for p in sorted(Path(__file__).parent.iterdir()) if p.is_
 ENGLISH = ["en_ls_2412-153948-0000", "en_ljs_LJ001-0001", "en_librivox_sas01_0870", "en_ls_61-70968-0000"]
 SPANISH = "es_mls_13697_11991_000000"
 LONG = "en_librivox_sonnet001"  # 53 s: two 30-second windows
+# the test modules that take minutes (`pytest --durations=0`), in the order xdist's workers should start them
+LONGEST_FIRST = [
+    "tests/test_utterances.py",
+    "tests/jobs/test_ray.py",
+    "tests/test_app.py",
+    "tests/test_safety.py",
+    "tests/test_browser.py",
+]
 
 
 @pytest.fixture(scope="session")
@@ -39,9 +47,24 @@ def clip_path(clip_id: str) -> Path:
     return next(DATA.glob(f"{clip_id}.*"))
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: a worker a core, at most 4 (each worker compiles its own models and may start a browser)."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The longest test modules first, so that no xdist worker is left with one at the end (`--dist loadfile`: a
+    module runs whole on one worker, its module fixtures once)."""
+    first = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("::")[0], len(first)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def model_cache(tmp_path_factory) -> Path:
-    cache = tmp_path_factory.mktemp("model-cache")
+    """One model cache for the run, shared by xdist's workers (exports take a file lock)."""
+    root = tmp_path_factory.getbasetemp()
+    cache = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "model-cache"
+    cache.mkdir(exist_ok=True)
     old = os.environ.get("SUBTITLE_CACHE_DIR")
     os.environ["SUBTITLE_CACHE_DIR"] = str(cache)
     yield cache

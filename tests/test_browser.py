@@ -119,6 +119,8 @@ def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos
     assert "has no audio track" in status.inner_text()
 
     page.locator("#files button[aria-label='Clear']").first.click()
+    # (the box draws a new file input once cleared: one set before that lands nowhere)
+    page.locator("#files").get_by_text("mute.mp4").wait_for(state="detached", timeout=UPLOAD_TIMEOUT)
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
     page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
     page.locator("#generate").click()
@@ -143,6 +145,7 @@ def test_a_new_file_never_gets_the_old_files_cues(page, videos):
     status.get_by_text(f"These cues are from {first}, not {first}, https://example.com/other.mp4").wait_for()
     page.locator("#url").get_by_role("textbox").fill("")
     page.locator("#files button[aria-label='Clear']").first.click()
+    page.locator("#files").get_by_text(first).wait_for(state="detached", timeout=UPLOAD_TIMEOUT)
     page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[1]]))
     page.locator("#files").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
     page.locator("#about").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)

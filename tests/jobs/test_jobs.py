@@ -243,12 +243,14 @@ def test_unreadable_subtitles_are_a_message(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("where", ["in process", "on Ray"])
-def test_cli_subtitles_a_folder_and_a_second_run_resumes(where, model_cache, manifest, tmp_path, request):
+def test_cli_subtitles_a_folder_and_a_second_run_resumes(model_cache, manifest, tmp_path):
+    folder_and_resume(model_cache, manifest, tmp_path)  # (and on Ray: test_ray.py)
+
+
+def folder_and_resume(model_cache, manifest, tmp_path, ray: tuple[str, ...] = ()) -> None:
     """A folder is its media files, recursively; a broken one fails alone (exit 2) and the summary gives its reason.
-    Run again after deleting one output: only that input is transcribed, the others are skipped. In process, and on a
-    local Ray node with two workers, through Ray Client (ray://)."""
-    ray = ("--ray", request.getfixturevalue("ray_head").client, "--workers", "2") if where == "on Ray" else ()
+    Run again after deleting one output: only that input is transcribed, the others are skipped. `ray`: the CLI's
+    options to run it on a cluster."""
     archive = tmp_path / "archive"
     (archive / "day2").mkdir(parents=True)
     shutil.copy(clip_path(ENGLISH[0]), archive / f"{ENGLISH[0]}.wav")

@@ -172,6 +172,13 @@ def test_a_worker_killed_mid_job_is_retried_and_every_output_is_whole(cluster, i
     assert not list(Path(tempfile.gettempdir()).glob(f"subtitle-worker-{victim}-*"))  # its folder swept
 
 
+def test_cli_subtitles_a_folder_and_a_second_run_resumes_on_ray(ray_head, model_cache, manifest, tmp_path):
+    """test_jobs.py's folder test on a local Ray node with two workers, through Ray Client (ray://)."""
+    from test_jobs import folder_and_resume
+
+    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "2"))
+
+
 def test_the_default_path_never_imports_ray(model_cache, tmp_path):
     """The in-process CLI and the web app's module work without Ray: it is not even imported."""
     code = (
