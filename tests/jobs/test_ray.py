@@ -87,6 +87,14 @@ def test_the_web_app_sends_its_jobs_to_the_cluster(ray_head, model_cache, manife
         server.wait(timeout=60)
 
 
+def test_cli_subtitles_a_folder_and_a_second_run_resumes_on_ray(ray_head, model_cache, manifest, tmp_path):
+    """test_jobs.py's folder test on a local Ray node with two workers, through Ray Client (ray://). (Before the
+    tests of `cluster`: its two workers hold the node's two CPUs while the module runs.)"""
+    from test_jobs import folder_and_resume
+
+    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "2"))
+
+
 def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, in_process, manifest, tmp_path):
     events, result = run(cluster, BATCH, tmp_path)
     assert contents(tmp_path) == in_process and len(in_process) == 4
@@ -170,13 +178,6 @@ def test_a_worker_killed_mid_job_is_retried_and_every_output_is_whole(cluster, i
     assert contents(tmp_path) == in_process  # every output whole, once, and no temporary file beside them
     assert victim not in cluster.pids()  # Ray restarted it: a new process
     assert not list(Path(tempfile.gettempdir()).glob(f"subtitle-worker-{victim}-*"))  # its folder swept
-
-
-def test_cli_subtitles_a_folder_and_a_second_run_resumes_on_ray(ray_head, model_cache, manifest, tmp_path):
-    """test_jobs.py's folder test on a local Ray node with two workers, through Ray Client (ray://)."""
-    from test_jobs import folder_and_resume
-
-    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "2"))
 
 
 def test_the_default_path_never_imports_ray(model_cache, tmp_path):
