@@ -2,6 +2,9 @@
 
     python benchmarks/encoder.py [--model base] [--threads N] [--passes 8] [--clip tests/data/...]
 
+Then a decoder step under each setting, inside a real greedy decode, and the setting `auto` chose here (the first
+load on a machine measures the encoder's hints: pipeline/asr/measured.py).
+
 The encoder is the floor of our time on CPUs without AVX-512 (0.75-1.7 s a window on 2 AVX2 cores, against
 0.17-0.29 s on AVX-512 ones): every window, re-decode and word timing needs its pass. Each row compiles the encoder IR
 with one setting and times passes over a real window of speech (the median of --passes, after a first pass that is
@@ -126,6 +129,52 @@ def main() -> None:
         seconds = streams(compiled, mel, args.passes)
         print(f"| {name}, 2 streams, 2 windows in flight | {weights} | {1000 * seconds:.0f} per window | "
               f"{seconds / reference_time:.2f} | |", flush=True)  # fmt: skip
+    decoder_table(irs, torch.from_numpy(mel[0]), args.threads, args.passes)
+    from pipeline.asr.cache import load_model
+    from pipeline.asr.options import ModelOptions
+
+    model = load_model(ModelOptions(model=args.model, threads=args.threads))  # (measures on first use)
+    print()
+    print(
+        f"auto here: {model.precision.name}, " + (model.choice.describe() if model.choice else model.precision.encoder)
+    )
+
+
+def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
+    """A decoder step under each setting, inside a real greedy decode of the window (pipeline.timings counts the
+    steps), and whether its tokens are f32's."""
+    from whisper.decoding import DecodingOptions
+
+    from pipeline import timings
+    from pipeline.asr.cache import compiled_cache_dir
+    from pipeline.asr.model import OVWhisper
+    from pipeline.asr.precision import Precision
+
+    rows = [("f32", "f16", "f32", "f32"), ("int8 weights, f32", "int8", "f32", "f32")]
+    if cpu().has_bf16:
+        rows += [
+            ("int8 weights, bf16", "int8", "bf16", "f32"),
+            ("int8 weights, f32, bf16 cache", "int8", "f32", "bf16"),
+        ]
+    print()
+    print("| decoder setting | weights | ms per step | / f32 | tokens as f32's |")
+    print("|---|---|---|---|---|")
+    timings.enable()
+    reference = reference_step = None
+    for name, weights, hint, kv in rows:
+        precision = Precision(name=name, weights=weights, encoder="f32", decoder=hint, kv_cache=kv)
+        model = OVWhisper(irs[weights], precision, threads, compiled_cache_dir(precision, threads))
+        steps = []
+        for _ in range(max(passes // 2, 1) + 1):
+            before = timings.total("decoder")
+            tokens = model.decode(mel, DecodingOptions(language="en", fp16=False, without_timestamps=True)).tokens
+            seconds, count = (after - earlier for after, earlier in zip(timings.total("decoder"), before))
+            steps.append(seconds / max(count, 1))
+        step = statistics.median(steps[1:])  # (the first decode sets up; not counted)
+        if reference is None:
+            reference, reference_step = tokens, step
+        print(f"| {name} | {weights} | {1000 * step:.1f} | {step / reference_step:.2f} | "
+              f"{'yes' if tokens == reference else 'no'} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ from contextlib import nullcontext
 
 STARTED = time.perf_counter()  # (pipeline/__init__.py imports this module first: the start of the imports)
 ORDER = ("imports", "model load", "audio", "detector", "language", "decode", "word timing", "speakers", "cues", "write")
-INNER = ("encoder", "decoder", "aligner", "speakers beside decoding")  # inside (or beside) the stages above
+# inside (or beside) the stages above
+INNER = ("settings measured", "encoder", "decoder", "aligner", "speakers beside decoding")
 
 _enabled = False
 _lock = threading.Lock()
 _totals: dict[str, list] = {}  # stage -> [seconds, count]
+_notes: dict[str, str] = {}  # what a stage chose, by topic: printed under the table
 
 
 def enable() -> None:
@@ -36,10 +38,23 @@ def add(name: str, seconds: float, count: int = 1) -> None:
         total[1] += count
 
 
+def note(topic: str, text: str) -> None:
+    """A line under the table (the latest per topic): what was chosen, and why."""
+    if _enabled:
+        with _lock:
+            _notes[topic] = text
+
+
 def count(name: str) -> int:
     """How many times stage `name` ran so far (0 while timings are off)."""
+    return total(name)[1]
+
+
+def total(name: str) -> tuple[float, int]:
+    """Seconds in stage `name` so far, and how many times it ran (zeros while timings are off)."""
     with _lock:
-        return _totals.get(name, [0.0, 0])[1]
+        seconds, times = _totals.get(name, (0.0, 0))
+        return seconds, times
 
 
 def stage(name: str):
@@ -67,6 +82,7 @@ def report() -> str:
     wall = time.perf_counter() - STARTED
     with _lock:
         totals = {name: tuple(value) for name, value in _totals.items()}
+        notes = dict(_notes)
     lines = [f"time: {wall:.2f} s since the imports began", "| stage | seconds | share | count | per call |",
              "|---|---|---|---|---|"]  # fmt: skip
     counted = 0.0
@@ -83,7 +99,7 @@ def report() -> str:
             seconds, count = totals[name]
             lines.append(f"| of which {name} | {seconds:.2f} | {100 * seconds / wall:.0f} % | {count} | "
                          f"{_each(seconds, count)} |")  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + [f"{topic}: {text}" for topic, text in notes.items()])
 
 
 def _each(seconds: float, count: int) -> str:

@@ -149,6 +149,15 @@ TURN_MAX_CLUSTERED = 3000
 # s between two speakers' cue starts that share one dialogue cue. Larger: answers show early; smaller: cues flash by.
 DIALOGUE_LEAD = 2.5
 
+# --- `auto`'s encoder setting, measured once per machine (pipeline/asr/measured.py) ---
+
+# Timed encoder passes per setting (after one not counted). More: a surer choice, a longer first load; fewer: noise.
+AUTO_PASSES = 3
+# Largest error of a setting's encoder output against int8 weights computed in f32 (norm of the difference over the
+# latter's norm); int8 weights are themselves 0.037 from f32 weights. Larger: a faster setting may cost words;
+# smaller: bf16 (0.033) is never chosen (docs/engine.md, *Precision*).
+AUTO_MAX_ERROR = 0.05
+
 _W, _R, _S, _D = (
     "tests/asr/test_windows.py",
     "tests/asr/test_redecode.py",
@@ -236,4 +245,6 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "TURN_MIN_WINDOWS": (f"{_T}::test_voice_count",),
     "TURN_MAX_COUNTED": (f"{_T}::test_cluster_of_a_long_recording_is_bounded",),
     "DIALOGUE_LEAD": ("tests/speakers/test_speaker_cues.py::test_shown",),
+    "AUTO_PASSES": ("tests/asr/test_precision.py::test_auto_measures_the_encoder_once_and_keeps_its_choice",),
+    "AUTO_MAX_ERROR": ("tests/asr/test_precision.py::test_fastest_within_the_error_bound",),
 }

@@ -9,9 +9,11 @@ import csv
 import functools
 import http.server
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -45,6 +47,18 @@ def manifest() -> dict[str, dict[str, str]]:
 
 def clip_path(clip_id: str) -> Path:
     return next(DATA.glob(f"{clip_id}.*"))
+
+
+# Gradio keeps uploads in GRADIO_TEMP_DIR, /tmp/gradio by default, and an app that closes deletes what it keeps there
+# (delete_cache): each test process gets its own, so that one xdist worker's app cannot delete another's uploads
+_GRADIO_TEMP = None if "GRADIO_TEMP_DIR" in os.environ else tempfile.mkdtemp(prefix="gradio-tests-")
+if _GRADIO_TEMP is not None:
+    os.environ["GRADIO_TEMP_DIR"] = _GRADIO_TEMP
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _GRADIO_TEMP is not None:
+        shutil.rmtree(_GRADIO_TEMP, ignore_errors=True)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

@@ -17,6 +17,8 @@ import torch
 from whisper.timing import dtw as whisper_dtw
 from whisper.timing import dtw_cpu
 
+from pipeline import timings
+from pipeline.asr.measured import measured_precision
 from pipeline.asr.memory import map_large_buffers
 from pipeline.asr.model import OVWhisper
 from pipeline.asr.options import ModelOptions
@@ -39,9 +41,14 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     precision = resolve_precision(options.precision)
     checkpoint = resolve_checkpoint(options.model)
     ir_dir = ensure_ir(checkpoint, ExportOptions(weights=precision.weights), progress)
-    progress(f"Loading {checkpoint.description} ({precision.name})")
     threads = options.threads or cpu().cores
+    choice = None
+    if precision.weights == "int8":  # the encoder's hint: the fastest on this CPU, measured on first use
+        precision, choice = measured_precision(ir_dir, precision, threads=threads, progress=progress)
+    progress(f"Loading {checkpoint.description} ({precision.name})")
     model = OVWhisper(ir_dir, precision, threads, compiled_cache_dir(precision, threads))
+    model.choice = choice
+    timings.note("precision", f"{precision.name}, " + (choice.describe() if choice else f"encoder {precision.encoder}"))
     # whisper's word-timing DTW is compiled by numba on first use: pay it here, not in the first job, and once per
     # machine (numba keeps the compiled function on disk for later processes)
     dtw_cpu.enable_caching()

@@ -37,6 +37,7 @@ class OVWhisper:
         self.head_list: list[list[int]] = info["alignment_heads"]  # (layer, head) pairs, in the aligner's order
         self.ir_dir = ir_dir
         self.precision = precision
+        self.choice = None  # how the encoder's hint was chosen, where it was measured (pipeline/asr/measured.py)
         self.threads = threads  # (0: OpenVINO chooses)
         core = ov.Core()
         if compiled_cache is not None:  # compiled blobs on disk: a second process skips compiling

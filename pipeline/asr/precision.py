@@ -32,8 +32,8 @@ def resolve_precision(name: str, info: CPU | None = None) -> Precision:
             raise SubtitleError("This CPU has no bf16 instructions (AVX512-BF16 or AMX): use precision f32 or int8")
         # the decoder stays f32: in bf16 some sampled decodes gave NaN logits
         return Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")
-    # int8 weights, computed in f32 around them (the CPU plugin quantizes activations for the matmuls); the encoder
-    # keeps bf16 only on AMX: without AMX, bf16 skips that quantization and is slower (docs/engine.md)
+    # int8 weights, computed in f32 around them (the CPU plugin quantizes activations for the matmuls); the encoder's
+    # hint here is where a load starts: the first load on a machine measures which is fastest (measured.py)
     return Precision(
         name="int8", weights="int8", encoder="bf16" if info.has_amx else "f32", decoder="f32", kv_cache="f32"
     )

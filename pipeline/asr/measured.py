@@ -1,0 +1,135 @@
+"""The int8 precision's encoder setting chosen by measurement on this machine, once (issue 52).
+
+CPU flags do not tell which setting is fastest: on one Xeon with AVX512-BF16 and no AMX a bf16 encoder is slower than
+f32, on an EPYC Zen 4 with the same flags it is faster. So on a model's first use here, its encoder is compiled with
+each precision hint the CPU offers, timed on a real window of speech, and the fastest whose output stays within
+AUTO_MAX_ERROR of the f32 hint's is kept in a small file beside the compiled blobs: named by OpenVINO's version, the CPU's
+model and flags (pipeline.asr.cache.compiled_dir), the IR and the thread count. Later loads read it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.asr.precision import Precision
+from pipeline.cpu import cpu
+from pipeline.timings import timed
+from pipeline.tuning import AUTO_MAX_ERROR, AUTO_PASSES
+
+log = logging.getLogger("subtitle-generator")
+SPEECH = Path(__file__).parent / "data" / "speech.flac"  # LibriSpeech 61-70968-0000, CC BY 4.0 (data/README.md)
+MEASURING = "Choosing the fastest settings for this CPU (once)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trial:
+    """One encoder setting as measured: its hint, milliseconds a window, and its output's error against f32's."""
+
+    hint: str
+    ms: float
+    error: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    """The setting kept, and every trial it was chosen from."""
+
+    hint: str
+    trials: tuple[Trial, ...]
+
+    def describe(self) -> str:
+        tried = ", ".join(f"{t.hint} {t.ms:.0f} ms (error {t.error:.1e})" for t in self.trials)
+        return f"encoder {self.hint}: the fastest within {AUTO_MAX_ERROR:g} of f32 on this CPU ({tried})"
+
+
+def hints() -> list[str]:
+    """The encoder precision hints this CPU can run, f32 (the reference) first."""
+    import openvino as ov
+
+    out = ["f32"]
+    if cpu().has_bf16:
+        out.append("bf16")
+    if "FP16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        out.append("f16")
+    return out
+
+
+def choice_file(ir_dir: Path, threads: int) -> Path:
+    from pipeline.asr.cache import compiled_dir
+
+    return compiled_dir(f"choice-{ir_dir.name}-{threads}t") / "encoder.json"
+
+
+def measured_precision(
+    ir_dir: Path, precision: Precision, *, threads: int, progress=lambda message: None
+) -> tuple[Precision, Choice]:
+    """`precision` (int8 weights) with the encoder hint measured fastest here: read from its file, or measured and
+    written there. Only the encoder is chosen: the decoder stays f32 (bf16 gave NaN logits in sampled decodes)."""
+    path = choice_file(ir_dir, threads)
+    try:
+        saved = json.loads(path.read_text())
+        choice = Choice(hint=saved["hint"], trials=tuple(Trial(**t) for t in saved["trials"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        progress(MEASURING)
+        choice = measure(ir_dir, precision, threads=threads)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")  # (whole or not at all, also with two processes)
+        tmp.write_text(json.dumps({"hint": choice.hint, "trials": [asdict(t) for t in choice.trials]}))
+        tmp.replace(path)
+        log.info("%s", choice.describe())
+    return replace(precision, encoder=choice.hint), choice
+
+
+@timed("settings measured")
+def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
+    """Each hint's encoder compiled (into the folder its precision's load reads), timed on a real window, and
+    compared with f32's output."""
+    import openvino as ov
+
+    from pipeline.asr.cache import compiled_cache_dir
+
+    mel = speech_window(n_mels=_n_mels(ir_dir))
+    trials, reference = [], None
+    for hint in hints():
+        core = ov.Core()
+        core.set_property({"CACHE_DIR": str(compiled_cache_dir(replace(precision, encoder=hint), threads))})
+        config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": hint}
+        request = core.compile_model(ir_dir / "encoder.xml", "CPU", config).create_infer_request()
+        request.infer({0: mel})  # (the first pass sets up; not counted)
+        seconds = []
+        for _ in range(AUTO_PASSES):
+            started = time.perf_counter()
+            request.infer({0: mel})
+            seconds.append(time.perf_counter() - started)
+        output = request.get_tensor("cross_kv").data.copy()
+        reference = output if reference is None else reference
+        error = float(np.linalg.norm(output - reference) / np.linalg.norm(reference))
+        trials.append(Trial(hint=hint, ms=round(1000 * statistics.median(seconds), 1), error=error))
+    return Choice(hint=fastest(trials), trials=tuple(trials))
+
+
+def fastest(trials: list[Trial]) -> str:
+    """The hint of the fastest trial within AUTO_MAX_ERROR of f32 (the first trial, which always passes)."""
+    return min([t for t in trials[1:] if t.error <= AUTO_MAX_ERROR] + trials[:1], key=lambda t: t.ms).hint
+
+
+def speech_window(n_mels: int = 80) -> np.ndarray:
+    """(1, n_mels, 3000): the log-mel window of the packaged speech clip, padded to 30 s as whisper pads it."""
+    import torch
+    from whisper.audio import log_mel_spectrogram, pad_or_trim
+
+    from pipeline.media.audio import load_audio
+
+    audio = torch.from_numpy(pad_or_trim(load_audio(SPEECH)))
+    return log_mel_spectrogram(audio, n_mels)[None].numpy()
+
+
+def _n_mels(ir_dir: Path) -> int:
+    return json.loads((ir_dir / "model.json").read_text())["dims"]["n_mels"]
