@@ -146,7 +146,7 @@ def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
     from whisper.decoding import DecodingOptions
 
     from pipeline import timings
-    from pipeline.asr.cache import compiled_cache_dir
+    from pipeline.asr.compiled import compiled_cache_dir
     from pipeline.asr.model import OVWhisper
     from pipeline.asr.precision import Precision
 

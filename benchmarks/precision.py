@@ -51,10 +51,12 @@ class Setting:
 
 
 def settings() -> dict[str, Setting]:
-    int8 = resolve_precision("int8")
+    int8 = resolve_precision("int8")  # (its encoder's hint before a load measures it: pipeline/asr/measured.py)
     table = {name: Setting(name, resolve_precision(name)) for name in ("f32", "int8")}
+    table["int8 encoder f32"] = Setting("int8 encoder f32", replace(int8, encoder="f32"))
     if cpu().has_bf16:
         table["bf16"] = Setting("bf16", resolve_precision("bf16"))
+        table["int8 encoder bf16"] = Setting("int8 encoder bf16", replace(int8, encoder="bf16"))
     for kv in ("bf16", "f16", "u8"):
         table[f"int8 kv-cache {kv}"] = Setting(f"int8 kv-cache {kv}", replace(int8, kv_cache=kv))
     for cross in ("f16", "bf16"):

@@ -34,7 +34,7 @@ class Segmenter:
         import openvino as ov
 
         from convert.segmentation import ensure_segmentation_ir
-        from pipeline.asr.cache import compiled_dir
+        from pipeline.asr.compiled import compiled_dir
         from pipeline.cpu import cpu
 
         precision = "bf16" if cpu().has_bf16 else "f32"

@@ -3,26 +3,24 @@ keeps the recently used ones for every job; compiled blobs on disk per CPU, prec
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import replace
-from pathlib import Path
 
-import openvino as ov
 import torch
 from whisper.timing import dtw as whisper_dtw
 from whisper.timing import dtw_cpu
 
 from pipeline import timings
+from pipeline.asr.compiled import compiled_cache_dir
 from pipeline.asr.measured import measured_precision
 from pipeline.asr.memory import map_large_buffers
 from pipeline.asr.model import OVWhisper
 from pipeline.asr.options import ModelOptions
-from pipeline.asr.precision import Precision, resolve_precision
+from pipeline.asr.precision import resolve_precision
 from pipeline.cpu import cpu
 from pipeline.errors import Cancelled
 from pipeline.timings import timed
@@ -54,22 +52,6 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     dtw_cpu.enable_caching()
     whisper_dtw(torch.zeros(2, 2))
     return model
-
-
-def compiled_cache_dir(precision: Precision, threads: int) -> Path:
-    """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
-    the precision hint out (a bf16 compile would load the f32 blob of the same IR and crash), and a blob compiled for
-    one CPU's instruction sets must not be loaded on another: so each gets its own folder, named with its hints."""
-    hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
-    return compiled_dir(f"{precision.name}-{hints}-{threads}t")
-
-
-def compiled_dir(name: str) -> Path:
-    """The folder of compiled blobs `name` (the models, hints and thread count) on this CPU and OpenVINO version."""
-    from convert.export import cache_root
-
-    machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
-    return cache_root() / "compiled" / f"{machine}-{name}"
 
 
 class ModelCache:

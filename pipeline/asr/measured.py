@@ -4,7 +4,7 @@ CPU flags do not tell which setting is fastest: on one Xeon with AVX512-BF16 and
 f32, on an EPYC Zen 4 with the same flags it is faster. So on a model's first use here, its encoder is compiled with
 each precision hint the CPU offers, timed on a real window of speech, and the fastest whose output stays within
 AUTO_MAX_ERROR of the f32 hint's is kept in a small file beside the compiled blobs: named by OpenVINO's version, the CPU's
-model and flags (pipeline.asr.cache.compiled_dir), the IR and the thread count. Later loads read it.
+model and flags (pipeline.asr.compiled.compiled_dir), the IR and the thread count. Later loads read it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.asr.compiled import compiled_cache_dir, compiled_dir, compiling
 from pipeline.asr.precision import Precision
 from pipeline.cpu import cpu
 from pipeline.timings import timed
@@ -62,8 +63,6 @@ def hints() -> list[str]:
 
 
 def choice_file(ir_dir: Path, threads: int) -> Path:
-    from pipeline.asr.cache import compiled_dir
-
     return compiled_dir(f"choice-{ir_dir.name}-{threads}t") / "encoder.json"
 
 
@@ -93,15 +92,14 @@ def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
     compared with f32's output."""
     import openvino as ov
 
-    from pipeline.asr.cache import compiled_cache_dir
-
     mel = speech_window(n_mels=_n_mels(ir_dir))
     trials, reference = [], None
     for hint in hints():
-        core = ov.Core()
-        core.set_property({"CACHE_DIR": str(compiled_cache_dir(replace(precision, encoder=hint), threads))})
+        core, folder = ov.Core(), compiled_cache_dir(replace(precision, encoder=hint), threads)
+        core.set_property({"CACHE_DIR": str(folder)})
         config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": hint}
-        request = core.compile_model(ir_dir / "encoder.xml", "CPU", config).create_infer_request()
+        with compiling(folder):
+            request = core.compile_model(ir_dir / "encoder.xml", "CPU", config).create_infer_request()
         request.infer({0: mel})  # (the first pass sets up; not counted)
         seconds = []
         for _ in range(AUTO_PASSES):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from whisper.model import ModelDimensions
 from whisper.tokenizer import Tokenizer
 
 from pipeline import timings
+from pipeline.asr.compiled import compiling
 from pipeline.asr.inference import CompiledDecoder, OVDecodingTask, OVInference, bind_cross_kv
 from pipeline.asr.memory import release_free_memory
 from pipeline.asr.precision import Precision
@@ -47,13 +49,14 @@ class OVWhisper:
         def compile_ir(name: str, hint: str, **extra) -> ov.CompiledModel:
             return core.compile_model(ir_dir / name, "CPU", {**base, "INFERENCE_PRECISION_HINT": hint, **extra})
 
-        self.encoder_model = compile_ir("encoder.xml", precision.encoder)
-        self.decoder = CompiledDecoder(
-            compile_ir("decoder.xml", precision.decoder, KV_CACHE_PRECISION=precision.kv_cache),
-            self.dims.n_text_layer,
-        )
-        # The aligner sees a new sequence length on every call, so the plugin's per-shape kernel cache only grows
-        self.aligner = compile_ir("aligner.xml", precision.decoder, CPU_RUNTIME_CACHE_CAPACITY=0)
+        with compiling(compiled_cache) if compiled_cache is not None else nullcontext():
+            self.encoder_model = compile_ir("encoder.xml", precision.encoder)
+            self.decoder = CompiledDecoder(
+                compile_ir("decoder.xml", precision.decoder, KV_CACHE_PRECISION=precision.kv_cache),
+                self.dims.n_text_layer,
+            )
+            # The aligner sees a new sequence length on every call, so the plugin's per-shape kernel cache only grows
+            self.aligner = compile_ir("aligner.xml", precision.decoder, CPU_RUNTIME_CACHE_CAPACITY=0)
         heads = torch.zeros(self.dims.n_text_layer, self.dims.n_text_head, dtype=torch.bool)
         for layer, head in self.head_list:
             heads[layer, head] = True

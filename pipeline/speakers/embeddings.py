@@ -83,7 +83,7 @@ class SpeakerEncoder:
         import openvino as ov
 
         from convert.speaker import ensure_speaker_ir, pooling_weights
-        from pipeline.asr.cache import compiled_dir
+        from pipeline.asr.compiled import compiled_dir, compiling
         from pipeline.cpu import cpu
 
         if precision == "auto":
@@ -94,9 +94,11 @@ class SpeakerEncoder:
             "INFERENCE_PRECISION_HINT": precision,
         }
         ir = ensure_speaker_ir()
-        core = ov.Core()  # (compiled blobs on disk, as Whisper's: pipeline.asr.cache.compiled_cache_dir)
-        core.set_property({"CACHE_DIR": str(compiled_dir(f"{ir.name}-{precision}-{threads}t"))})
-        self.compiled = core.compile_model(ir / "speaker.xml", "CPU", config)
+        core = ov.Core()  # (compiled blobs on disk, as Whisper's: pipeline.asr.compiled)
+        folder = compiled_dir(f"{ir.name}-{precision}-{threads}t")
+        core.set_property({"CACHE_DIR": str(folder)})
+        with compiling(folder):
+            self.compiled = core.compile_model(ir / "speaker.xml", "CPU", config)
         self.weight, self.mean, self.deviation = pooling_weights()
         self._requests = threading.local()
 

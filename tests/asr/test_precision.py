@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 from conftest import ENGLISH, wer
 
-from pipeline.asr.cache import compiled_cache_dir, load_model
+from pipeline.asr.cache import load_model
+from pipeline.asr.compiled import compiled_cache_dir
 from pipeline.asr.options import ModelOptions, TranscribeOptions
 from pipeline.asr.precision import Precision, resolve_precision
 from pipeline.asr.transcribe import transcribe

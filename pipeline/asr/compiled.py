@@ -1,0 +1,41 @@
+"""Where OpenVINO keeps compiled blobs: a folder per CPU, OpenVINO version, model, hints and thread count, and a lock
+around compiling into one (OpenVINO writes a blob in place: a second process could read it half-written)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipeline.asr.precision import Precision
+from pipeline.cpu import cpu
+
+
+def compiled_cache_dir(precision: Precision, threads: int) -> Path:
+    """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
+    the precision hint out (a bf16 compile would load the f32 blob of the same IR and crash), and a blob compiled for
+    one CPU's instruction sets must not be loaded on another: so each gets its own folder, named with its hints."""
+    hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
+    return compiled_dir(f"{precision.name}-{hints}-{threads}t")
+
+
+def compiled_dir(name: str) -> Path:
+    """The folder of compiled blobs `name` (the models, hints and thread count) on this CPU and OpenVINO version."""
+    import openvino as ov
+
+    from convert.export import cache_root
+
+    machine = hashlib.sha256(f"{ov.get_version()} {cpu().model} {sorted(cpu().flags)}".encode()).hexdigest()[:12]
+    return cache_root() / "compiled" / f"{machine}-{name}"
+
+
+@contextmanager
+def compiling(folder: Path) -> Iterator[None]:
+    """Held while models compile into (or load from) `folder`: one process at a time, the others wait and then read
+    whole blobs. The lock goes with the process, also when it is killed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
