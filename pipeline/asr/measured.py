@@ -75,14 +75,15 @@ def measured_precision(
     try:
         saved = json.loads(path.read_text())
         choice = Choice(hint=saved["hint"], trials=tuple(Trial(**t) for t in saved["trials"]))
-        if choice.hint not in hints():
-            raise ValueError(f"{path} names {choice.hint}, which this CPU does not run")
+        if choice.hint not in hints() or saved.get("bound") != AUTO_MAX_ERROR:
+            raise ValueError(f"{path} was chosen under other rules")
     except (OSError, ValueError, KeyError, TypeError):
         progress(MEASURING)
         choice = measure(ir_dir, precision, threads=threads)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")  # (whole or not at all, also with two processes)
-        tmp.write_text(json.dumps({"hint": choice.hint, "trials": [asdict(t) for t in choice.trials]}))
+        trials = [asdict(t) for t in choice.trials]
+        tmp.write_text(json.dumps({"hint": choice.hint, "bound": AUTO_MAX_ERROR, "trials": trials}))
         tmp.replace(path)
         log.info("%s", choice.describe())
     return replace(precision, encoder=choice.hint), choice

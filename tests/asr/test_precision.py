@@ -143,7 +143,8 @@ def test_wer_at_each_precision(precision, reference_text, audio, manifest, model
 @pytest.mark.parametrize(
     "trials, expected",
     [
-        ([("f32", 359, 0.0), ("bf16", 304, 0.033)], "bf16"),  # EPYC Zen 4: bf16 faster
+        ([("f32", 336, 0.0), ("bf16", 273, 0.01)], "bf16"),  # faster and close
+        ([("f32", 359, 0.0), ("bf16", 304, 0.033)], "f32"),  # EPYC Zen 4: faster, but words lost in context
         ([("f32", 288, 0.0), ("bf16", 367, 0.01)], "f32"),  # Xeon without AMX: f32 faster
         ([("f32", 336, 0.0), ("bf16", 200, 0.07)], "f32"),  # faster, but its output is off
         ([("f32", 336, 0.0), ("bf16", 300, 0.01), ("f16", 250, 0.02)], "f16"),
