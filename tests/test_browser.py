@@ -53,6 +53,23 @@ def page(browser, app_server):
     context.close()
 
 
+def upload(page, files, shown: str) -> None:
+    """Files dropped in the box, waiting until `shown` (a name) is listed. The page drops an upload now and then:
+    in 4 of 7 full runs on 2026-11-27 one of these waits ran out at 90 s, in different tests, in one process and under
+    two; not understood yet. So a drop not listed in 30 s is made once more, and a second loss fails the test."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.locator("#files")
+    for wait in (30_000, UPLOAD_TIMEOUT):
+        box.locator("input[type=file]").set_input_files(files)
+        try:
+            box.get_by_text(shown).wait_for(timeout=wait)
+            return
+        except PlaywrightTimeout:
+            if wait == UPLOAD_TIMEOUT:
+                raise
+
+
 def download_srt(page, tmp_path: Path) -> str:
     """Wait for the download link, click it like a person would, return the SRT's text."""
     link = page.locator('#downloads a[download$=".srt"]').first
@@ -72,8 +89,7 @@ def screenshot(page, tmp_path: Path, name: str) -> None:
 
 
 def test_upload_in_the_browser(page, videos, manifest, tmp_path):
-    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)  # the upload has landed
+    upload(page, str(videos[ENGLISH[0]]), f"{ENGLISH[0]}.mp4")  # the upload has landed
     page.locator("#generate").click()
     text = download_srt(page, tmp_path)
     cues = list(srt.parse(text))
@@ -121,8 +137,7 @@ def test_an_error_stays_and_the_next_job_shows_only_its_own_results(page, videos
     page.locator("#files button[aria-label='Clear']").first.click()
     # (the box draws a new file input once cleared: one set before that lands nowhere)
     page.locator("#files").get_by_text("mute.mp4").wait_for(state="detached", timeout=UPLOAD_TIMEOUT)
-    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(videos[ENGLISH[0]]), f"{ENGLISH[0]}.mp4")
     page.locator("#generate").click()
     status.get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
     assert "has no audio track" not in status.inner_text()
@@ -134,8 +149,7 @@ def test_a_new_file_never_gets_the_old_files_cues(page, videos):
     cues of the inputs they came from (a link typed beside them is refused in one line), and a new drop starts a new
     page: no old cues, downloads or status."""
     first, second = (f"{clip}.mp4" for clip in ENGLISH[:2])
-    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(first).wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(videos[ENGLISH[0]]), first)
     page.locator("#generate").click()
     status, table = page.locator("#status"), page.locator("#cues")
     status.get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
@@ -146,8 +160,7 @@ def test_a_new_file_never_gets_the_old_files_cues(page, videos):
     page.locator("#url").get_by_role("textbox").fill("")
     page.locator("#files button[aria-label='Clear']").first.click()
     page.locator("#files").get_by_text(first).wait_for(state="detached", timeout=UPLOAD_TIMEOUT)
-    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[1]]))
-    page.locator("#files").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(videos[ENGLISH[1]]), second)
     page.locator("#about").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
     assert words not in table.inner_text() and "Done" not in status.inner_text()
     assert page.locator("#downloads a").count() == 0
@@ -163,8 +176,7 @@ def test_cancel_stops_the_job(page, app_server, tmp_path):
     video = speech_video(LONG, tmp_path / "long.mp4")  # long enough to be cancelled mid-way
     jobs_dir = app_server[1]
     before = set(jobs_dir.iterdir())
-    page.locator("#files input[type=file]").set_input_files(str(video))
-    page.locator("#files").get_by_text("long.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(video), "long.mp4")
     page.locator("#generate").click()
     deadline = time.monotonic() + 60
     while set(jobs_dir.iterdir()) == before:  # the job has started
@@ -184,8 +196,7 @@ def test_edit_a_cue_then_burn_and_download(page, videos, tmp_path):
     picture carry the new text, nothing is transcribed again, and the rule checker speaks as the cue is edited."""
     from test_video import frame, ocr, words
 
-    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(videos[ENGLISH[0]]), f"{ENGLISH[0]}.mp4")
     page.locator("#generate").click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
     first = list(srt.parse(download_srt(page, tmp_path)))[0]
@@ -279,8 +290,7 @@ def test_rename_a_speaker_then_burn_and_read_the_name_back(page, audio, tmp_path
     ffmpeg("-i", str(wav), "-f", "lavfi", "-i", "color=c=navy:size=640x360:rate=25", "-map", "1:v", "-map", "0:a",
            "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(video))  # fmt: skip
 
-    page.locator("#files input[type=file]").set_input_files(str(video))
-    page.locator("#files").get_by_text("two voices.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(video), "two voices.mp4")
     page.get_by_text("Advanced options").click()
     page.locator("#speakers input").click()
     page.get_by_role("option", name="2", exact=True).click()
@@ -320,8 +330,7 @@ def test_light_up_the_words_then_burn_and_download_the_ass(page, videos, tmp_pat
     import pysubs2
     from test_highlight import colour_frame
 
-    page.locator("#files input[type=file]").set_input_files(str(videos[ENGLISH[0]]))
-    page.locator("#files").get_by_text(f"{ENGLISH[0]}.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(videos[ENGLISH[0]]), f"{ENGLISH[0]}.mp4")
     page.get_by_label("ASS (styled, for Aegisub)").check()
     page.get_by_text("Video with subtitles").click()
     page.get_by_label("First 60 s (fast preview)").check()
@@ -370,8 +379,7 @@ def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
     from conftest import speech_video
 
     call = speech_video("en_pyannote_call", tmp_path / "call.mp4")
-    page.locator("#files input[type=file]").set_input_files(str(call))
-    page.locator("#files").get_by_text("call.mp4").wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(call), "call.mp4")
     page.get_by_text("Advanced options").click()
     page.locator("#speakers input").click()
     page.get_by_role("option", name="Auto", exact=True).click()
@@ -385,8 +393,7 @@ def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
     from playwright.sync_api import expect
 
     one = videos[ENGLISH[0]]
-    page.locator("#files input[type=file]").set_input_files(str(one))
-    page.locator("#files").get_by_text(one.name).wait_for(timeout=UPLOAD_TIMEOUT)
+    upload(page, str(one), one.name)
     page.locator("#generate").click()  # (at once: the button waits while the upload replaces the call)
     page.locator("#status").get_by_text("1 voice found").wait_for(timeout=JOB_TIMEOUT)
     assert "2 voices" not in page.locator("#status").inner_text()
