@@ -29,13 +29,20 @@ sys.path[:0] = [str(p) for p in sorted(Path(__file__).parent.iterdir()) if p.is_
 ENGLISH = ["en_ls_2412-153948-0000", "en_ljs_LJ001-0001", "en_librivox_sas01_0870", "en_ls_61-70968-0000"]
 SPANISH = "es_mls_13697_11991_000000"
 LONG = "en_librivox_sonnet001"  # 53 s: two 30-second windows
-# the test modules that take minutes (`pytest --durations=0`), in the order xdist's workers should start them
+# the test modules that take longest (`pytest --durations=0`, summed by module), in the order xdist's workers start
+# them (`--no-loadscope-reorder`: xdist would otherwise start the modules with the most tests first)
 LONGEST_FIRST = [
-    "tests/test_utterances.py",
     "tests/jobs/test_ray.py",
-    "tests/test_app.py",
     "tests/test_safety.py",
+    "tests/test_utterances.py",
     "tests/test_browser.py",
+    "tests/test_app.py",
+    "tests/media/test_media_table.py",
+    "tests/test_e2e.py",
+    "tests/asr/test_longform.py",
+    "tests/jobs/test_jobs.py",
+    "tests/speakers/test_speaker_cues.py",
+    "tests/asr/test_openvino.py",
 ]
 
 

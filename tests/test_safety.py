@@ -574,15 +574,19 @@ def test_an_export_killed_midway_leaves_nothing_that_breaks_the_next(tmp_path):
 @pytest.mark.slow
 def test_a_burn_killed_midway_leaves_nothing_after_the_next_run(model_cache, tmp_path):
     """kill -9 of the CLI (and its ffmpeg) while it burns subtitles in: its work folder and half-written video stay
-    beside the outputs, and the next run, which finds them, removes them and writes the video whole."""
+    beside the outputs, and the next run, which finds them, removes them and writes the video whole. (The cues are
+    given, so that both runs spend their time burning, not transcribing.)"""
     import signal
     import sys
 
     from conftest import LONG, speech_video
 
     video = speech_video(LONG, tmp_path / "talk.mp4")  # 53 s
+    given = tmp_path / "given.srt"
+    given.write_text("".join(f"{i + 1}\n00:00:{5 * i:02d},000 --> 00:00:{5 * i + 4:02d},000\nLine {i + 1}\n\n"
+                             for i in range(10)), encoding="utf-8")  # fmt: skip
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "pipeline", str(video), "-o", str(out), "--burn", "-q"]
+    command = [sys.executable, "-m", "pipeline", str(video), "--subtitles", str(given), "-o", str(out), "--burn", "-q"]
     env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
     first = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300

@@ -88,11 +88,12 @@ def test_the_web_app_sends_its_jobs_to_the_cluster(ray_head, model_cache, manife
 
 
 def test_cli_subtitles_a_folder_and_a_second_run_resumes_on_ray(ray_head, model_cache, manifest, tmp_path):
-    """test_jobs.py's folder test on a local Ray node with two workers, through Ray Client (ray://). (Before the
-    tests of `cluster`: its two workers hold the node's two CPUs while the module runs.)"""
+    """test_jobs.py's folder test on a local Ray node, through Ray Client (ray://), with one worker: the other CPU
+    runs another test module. (Before the tests of `cluster`: its two workers hold the node's two CPUs while the
+    module runs.)"""
     from test_jobs import folder_and_resume
 
-    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "2"))
+    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "1"))
 
 
 def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, in_process, manifest, tmp_path):
