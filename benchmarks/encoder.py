@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import openvino as ov  # noqa: E402
 
+from pipeline.asr.measured import median_pass as measure  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 
 
@@ -57,18 +58,6 @@ def settings(info, capabilities: list[str]) -> list[tuple[str, str, dict]]:
             rows.append((f"{name}, pinned", weights, {**config, "ENABLE_CPU_PINNING": True}))
             rows.append((f"{name}, not pinned", weights, {**config, "ENABLE_CPU_PINNING": False}))
     return rows
-
-
-def measure(compiled: ov.CompiledModel, mel: np.ndarray, passes: int) -> tuple[float, np.ndarray]:
-    """Median seconds per pass of one request, and its output."""
-    request = compiled.create_infer_request()
-    request.infer({0: mel})
-    times = []
-    for _ in range(passes):
-        started = time.perf_counter()
-        request.infer({0: mel})
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), request.get_tensor("cross_kv").data.copy()
 
 
 def streams(compiled: ov.CompiledModel, mel: np.ndarray, passes: int) -> float:

@@ -32,9 +32,8 @@ LONG = "en_librivox_sonnet001"  # 53 s: two 30-second windows
 # the test modules that take longest (`pytest --durations=0`, summed by module), in the order xdist's workers start
 # them (`--no-loadscope-reorder`: xdist would otherwise start the modules with the most tests first)
 LONGEST_FIRST = [
-    "tests/jobs/test_ray.py",
-    "tests/test_safety.py",
     "tests/test_utterances.py",
+    "tests/test_safety.py",
     "tests/test_browser.py",
     "tests/test_app.py",
     "tests/media/test_media_table.py",
@@ -44,6 +43,9 @@ LONGEST_FIRST = [
     "tests/speakers/test_speaker_cues.py",
     "tests/asr/test_openvino.py",
 ]
+# ... and the Ray tests last, beside the other worker's short modules: their 2-CPU cluster beside another long module
+# took twice as long (2 CPUs, 4 busy processes)
+LAST = ["tests/jobs/test_ray.py"]
 
 
 @pytest.fixture(scope="session")
@@ -74,10 +76,10 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """The longest test modules first, so that no xdist worker is left with one at the end (`--dist loadfile`: a
-    module runs whole on one worker, its module fixtures once)."""
-    first = {module: i for i, module in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: first.get(item.nodeid.split("::")[0], len(first)))
+    """The longest test modules first, so that no xdist worker is left with one at the end, and the Ray tests last
+    (`--dist loadfile`: a module runs whole on one worker, its module fixtures once)."""
+    order = {module: i for i, module in enumerate(LONGEST_FIRST)} | {module: len(LONGEST_FIRST) + 1 for module in LAST}
+    items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
 
 
 @pytest.fixture(scope="session", autouse=True)

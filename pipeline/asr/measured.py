@@ -118,14 +118,22 @@ def _timed_pass(ir_dir: Path, precision: Precision, threads: int, mel: np.ndarra
     config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
               "INFERENCE_PRECISION_HINT": precision.encoder}  # fmt: skip
     with compiling(folder):
-        request = core.compile_model(ir_dir / "encoder.xml", "CPU", config).create_infer_request()
+        compiled = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
+    seconds, output = median_pass(compiled, mel, AUTO_PASSES)
+    return round(1000 * seconds, 1), output
+
+
+def median_pass(compiled, mel: np.ndarray, passes: int) -> tuple[float, np.ndarray]:
+    """The median seconds of `passes` passes of the compiled encoder on one request, after one not counted, and its
+    output (benchmarks/encoder.py times its settings with it too)."""
+    request = compiled.create_infer_request()
     request.infer({0: mel})
     seconds = []
-    for _ in range(AUTO_PASSES):
+    for _ in range(passes):
         started = time.perf_counter()
         request.infer({0: mel})
         seconds.append(time.perf_counter() - started)
-    return round(1000 * statistics.median(seconds), 1), request.get_tensor("cross_kv").data.copy()
+    return statistics.median(seconds), request.get_tensor("cross_kv").data.copy()
 
 
 def fastest(trials: list[Trial]) -> str:
