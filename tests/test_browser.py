@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -54,20 +55,22 @@ def page(browser, app_server):
 
 
 def upload(page, files, shown: str) -> None:
-    """Files dropped in the box, waiting until `shown` (a name) is listed. The page drops an upload now and then:
-    in 4 of 7 full runs on 2026-11-27 one of these waits ran out at 90 s, in different tests, in one process and under
-    two; not understood yet. So a drop not listed in 30 s is made once more, and a second loss fails the test."""
+    """Files dropped in the box, waiting until `shown` (a name) is listed. Now and then (4 of 7 full runs on
+    2026-11-27, in different tests) a drop was never listed: a drop the page does not send within 10 s is made once
+    more, with a warning in the run's summary; one sent and not listed, or two not sent, fail the test."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     box = page.locator("#files")
-    for wait in (30_000, UPLOAD_TIMEOUT):
-        box.locator("input[type=file]").set_input_files(files)
+    for attempt in (1, 2):
         try:
-            box.get_by_text(shown).wait_for(timeout=wait)
-            return
+            with page.expect_request(lambda r: r.method == "POST" and "/upload" in r.url, timeout=10_000):
+                box.locator("input[type=file]").set_input_files(files)
         except PlaywrightTimeout:
-            if wait == UPLOAD_TIMEOUT:
-                raise
+            warnings.warn(f"the page sent no upload for a dropped file (drop {attempt} of 2)", stacklevel=2)
+            continue
+        box.get_by_text(shown).wait_for(timeout=UPLOAD_TIMEOUT)
+        return
+    raise AssertionError("the page sent no upload for a file dropped twice")
 
 
 def download_srt(page, tmp_path: Path) -> str:
