@@ -230,6 +230,7 @@ def _client(request: gr.Request | None) -> str:
     return request.client.host if request is not None and request.client else ""
 
 
+HANDLER_THREADS = 40  # threads for the page's handlers besides the jobs' (describe, style, check, downloads)
 _HOLD = "() => { const b = document.querySelector('#generate'); if (b) b.disabled = true; }"  # (at once, in the page)
 
 
@@ -402,7 +403,8 @@ def main(argv: list[str] | None = None) -> None:
 def launch(demo: gr.Blocks, options: ServerOptions, **kwargs) -> None:
     """Serve the page with the server's bounds: uploads up to the file limit; other requests refused (413) past
     MAX_REQUEST_BYTES, or with a value past MAX_VALUE_BYTES that is not its event's cue table, before Gradio parses
-    them; SESSION_MEMORY for the sessions Gradio keeps (each keeps its last values)."""
+    them; SESSION_MEMORY for the sessions Gradio keeps (each keeps its last values); threads for every job that may
+    wait inside and HANDLER_THREADS more for the page's other handlers."""
     tables: dict[int | str, set[int | str]] = {}
     names = {k.lstrip("/"): [p["parameter_name"] for p in v["parameters"]]
              for k, v in demo.get_api_info()["named_endpoints"].items()}  # fmt: skip
@@ -412,6 +414,9 @@ def launch(demo: gr.Blocks, options: ServerOptions, **kwargs) -> None:
         tables[index] = tables[fn.api_name] = at | {named[i] for i in at if i < len(named)}
     demo.launch(
         max_file_size=options.limits.max_bytes,
+        # a job's handler holds a thread while it waits inside (Service.admit): with a thread pool of their own (any
+        # size but Starlette's 40 gives Gradio's handlers one), jobs never starve the threads uploads are written with
+        max_threads=options.concurrency + options.queue_size + HANDLER_THREADS,
         app_kwargs={"middleware": [Middleware(BodyLimit, tables=tables)]},
         state_session_capacity=SESSION_MEMORY // SESSION_BYTES,
         show_error=False,  # only our own one-line messages reach the page (gr.Error); the rest is in the log
