@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,14 +88,34 @@ PROBE_MEMORY, DECODE_MEMORY, WRITE_MEMORY = 256 * 2**20, 512 * 2**20, 2 * 2**30
 
 
 def ffmpeg_process(memory: int) -> dict:
-    """Popen's arguments for every ffmpeg: a process group of its own (killed whole), dying with the server, and at
-    most `memory` bytes of data."""
+    """Popen's arguments for every ffmpeg (its command from ffmpeg_command): a process group of its own (killed
+    whole); without util-linux, the bounds ffmpeg_command leaves out are set in the child before ffmpeg starts."""
+    if _guards() is not None:
+        return {"start_new_session": True}
 
     def start() -> None:
         _die_with_parent()
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
 
     return {"start_new_session": True, "preexec_fn": start}
+
+
+def ffmpeg_command(memory: int, *args: str) -> list[str]:
+    """ffmpeg's command line, run by util-linux's setpriv and prlimit (they exec it): it dies with the server
+    (Linux's parent-death signal) and holds at most `memory` bytes of data. No Python runs in the child: a preexec_fn
+    in a threaded server can deadlock between fork and exec (the subprocess docs), and a describe stuck so never
+    answered an upload."""
+    if (guards := _guards()) is None:
+        return [ffmpeg_exe(), *args]
+    setpriv, prlimit = guards
+    return [setpriv, "--pdeathsig", "KILL", "--", prlimit, f"--data={memory}:{memory}", "--", ffmpeg_exe(), *args]
+
+
+@functools.cache
+def _guards() -> tuple[str, str] | None:
+    """setpriv and prlimit (util-linux, on every Linux with it), or None."""
+    setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
+    return (setpriv, prlimit) if _LIBC is not None and setpriv and prlimit else None
 
 
 def out_of_memory(stderr: str, what: str, memory: int) -> SubtitleError | None:
@@ -113,7 +135,7 @@ def run_ffmpeg(
     The group is killed when `timeout` seconds pass (SubtitleError) or `stop` is set (Cancelled), and on any other way
     out: nothing outlives the call."""
     with subprocess.Popen(
-        [ffmpeg_exe(), "-hide_banner", "-nostdin", *args],
+        ffmpeg_command(memory, "-hide_banner", "-nostdin", *args),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **ffmpeg_process(memory),
     ) as proc:  # fmt: skip
         deadline = None if timeout is None else time.monotonic() + timeout

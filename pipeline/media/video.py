@@ -28,7 +28,7 @@ from pipeline.files import atomic_path, work_folder
 from pipeline.media.audio import (
     WRITE_MEMORY,
     MediaInfo,
-    ffmpeg_exe,
+    ffmpeg_command,
     ffmpeg_input,
     ffmpeg_process,
     human_size,
@@ -308,8 +308,8 @@ def _write(
             out.suffix.lower(), "mp4"
         )
         cap = [] if max_bytes is None else ["-fs", str(max(0, max_bytes))]
-        cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1", "-nostats",
-               *args, *cap, "-f", muxer, str(tmp)]  # fmt: skip
+        cmd = ffmpeg_command(WRITE_MEMORY, "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1",
+                             "-nostats", *args, *cap, "-f", muxer, str(tmp))  # fmt: skip
         with subprocess.Popen(
             cmd,
             cwd=cwd,
