@@ -218,6 +218,12 @@ def app_server(ov_model, tmp_path_factory):
     """The web app on a loopback port, sharing the session's compiled model, two jobs at a time.
 
     Yields (url, jobs_dir, demo)."""
+    yield from serve_app(ov_model, tmp_path_factory)
+
+
+def serve_app(ov_model, tmp_path_factory):
+    """app_server's body, for a module that wants an app of its own (test_browser.py: other modules' uploads and
+    jobs, still being read or cancelled, hold the app's read and job slots for a while)."""
     import app
     from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess

@@ -44,6 +44,14 @@ def browser():
         browser.close()
 
 
+@pytest.fixture(scope="module")
+def app_server(ov_model, tmp_path_factory):
+    """An app of this module's own (conftest.serve_app): the page's uploads wait for no other module's reads."""
+    from conftest import serve_app
+
+    yield from serve_app(ov_model, tmp_path_factory)
+
+
 @pytest.fixture
 def page(browser, app_server):
     context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)

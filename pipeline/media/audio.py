@@ -103,8 +103,7 @@ def ffmpeg_process(memory: int) -> dict:
 def ffmpeg_command(memory: int, *args: str) -> list[str]:
     """ffmpeg's command line, run by util-linux's setpriv and prlimit (they exec it): it dies with the server
     (Linux's parent-death signal) and holds at most `memory` bytes of data. No Python runs in the child: a preexec_fn
-    in a threaded server can deadlock between fork and exec (the subprocess docs), and a describe stuck so never
-    answered an upload."""
+    in a threaded server can deadlock between fork and exec (the subprocess docs)."""
     if (guards := _guards()) is None:
         return [ffmpeg_exe(), *args]
     setpriv, prlimit = guards
