@@ -414,8 +414,8 @@ def launch(demo: gr.Blocks, options: ServerOptions, **kwargs) -> None:
         tables[index] = tables[fn.api_name] = at | {named[i] for i in at if i < len(named)}
     demo.launch(
         max_file_size=options.limits.max_bytes,
-        # a job's handler holds a thread while it waits inside (Service.admit): with a thread pool of their own (any
-        # size but Starlette's 40 gives Gradio's handlers one), jobs never starve the threads uploads are written with
+        # a job's handler holds a thread while it waits inside (Service.admit): one for each job let in, and
+        # HANDLER_THREADS for the rest (any size but Starlette's 40 gives Gradio's handlers a pool of their own)
         max_threads=options.concurrency + options.queue_size + HANDLER_THREADS,
         app_kwargs={"middleware": [Middleware(BodyLimit, tables=tables)]},
         state_session_capacity=SESSION_MEMORY // SESSION_BYTES,

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import openvino as ov  # noqa: E402
 
-from pipeline.asr.measured import median_pass as measure  # noqa: E402
+from pipeline.asr.measured import median_pass  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 
 
@@ -105,7 +105,7 @@ def main() -> None:
     reference = reference_time = None
     for name, weights, config in settings(info, capabilities):
         compiled = core.compile_model(irs[weights] / "encoder.xml", "CPU", {**base, **config})
-        seconds, output = measure(compiled, mel, args.passes)
+        seconds, output = median_pass(compiled, mel, passes=args.passes)
         if reference is None:
             reference, reference_time = output, seconds
         error = float(np.linalg.norm(output - reference) / np.linalg.norm(reference))

@@ -44,7 +44,7 @@ LONGEST_FIRST = [
     "tests/asr/test_openvino.py",
 ]
 # ... and the Ray tests last, beside the other worker's short modules: their 2-CPU cluster beside another long module
-# took twice as long (2 CPUs, 4 busy processes)
+# would share 2 cores among 4 busy processes
 LAST = ["tests/jobs/test_ray.py"]
 
 
@@ -58,11 +58,14 @@ def clip_path(clip_id: str) -> Path:
     return next(DATA.glob(f"{clip_id}.*"))
 
 
-# Gradio keeps uploads in GRADIO_TEMP_DIR, /tmp/gradio by default, and an app that closes deletes what it keeps there
-# (delete_cache): each test process gets its own, so that one xdist worker's app cannot delete another's uploads
-_GRADIO_TEMP = None if "GRADIO_TEMP_DIR" in os.environ else tempfile.mkdtemp(prefix="gradio-tests-")
-if _GRADIO_TEMP is not None:
-    os.environ["GRADIO_TEMP_DIR"] = _GRADIO_TEMP
+# Gradio keeps uploads in GRADIO_TEMP_DIR, /tmp/gradio by default, under the hash of their bytes, and an app that
+# closes deletes what it keeps there (delete_cache): each test process gets its own, so that one xdist worker's app
+# cannot delete an upload of the same file by another. (xdist's workers inherit the controller's environment: a folder
+# that this file made, marked in _OURS, is not the user's and is replaced.)
+_OURS = "SUBTITLE_TESTS_GRADIO_TEMP"
+_GRADIO_TEMP = None
+if os.environ.get("GRADIO_TEMP_DIR") in (None, os.environ.get(_OURS)):
+    _GRADIO_TEMP = os.environ["GRADIO_TEMP_DIR"] = os.environ[_OURS] = tempfile.mkdtemp(prefix="gradio-tests-")
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
@@ -222,8 +225,8 @@ def app_server(ov_model, tmp_path_factory):
 
 
 def serve_app(ov_model, tmp_path_factory):
-    """app_server's body, for a module that wants an app of its own (test_browser.py: other modules' uploads and
-    jobs, still being read or cancelled, hold the app's read and job slots for a while)."""
+    """app_server's body, for a module that wants an app of its own (test_browser.py: jobs other modules cancel may
+    hold the app's job slots for a while)."""
     import app
     from pipeline.asr.cache import ModelCache
     from pipeline.jobs.executors import InProcess

@@ -45,7 +45,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def app_server(ov_model, tmp_path_factory):
-    """An app of this module's own (conftest.serve_app): the page's uploads wait for no other module's reads."""
+    """An app of this module's own (conftest.serve_app): its jobs, status lines and slots are this module's alone."""
     from conftest import serve_app
 
     yield from serve_app(ov_model, tmp_path_factory)
@@ -165,7 +165,6 @@ def test_a_new_file_never_gets_the_old_files_cues(page, videos):
     page.locator("#files button[aria-label='Clear']").first.click()
     listed(page, first).wait_for(state="detached", timeout=UPLOAD_TIMEOUT)
     upload(page, str(videos[ENGLISH[1]]), second)
-    page.locator("#about").get_by_text(second).wait_for(timeout=UPLOAD_TIMEOUT)
     assert words not in table.inner_text() and "Done" not in status.inner_text()
     assert page.locator("#downloads a").count() == 0
     assert page.locator("#apply").is_hidden()  # no cues to make files from: nothing to press
@@ -396,8 +395,9 @@ def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
     from playwright.sync_api import expect
 
     one = videos[ENGLISH[0]]
-    upload(page, str(one), one.name)
-    page.locator("#generate").click()  # (at once: the button waits while the upload replaces the call)
+    page.locator("#files input[type=file]").set_input_files(str(one))
+    listed(page, one.name).wait_for(timeout=UPLOAD_TIMEOUT)
+    page.locator("#generate").click()  # (at once, before the media line: the button waits while the upload is read)
     page.locator("#status").get_by_text("1 voice found").wait_for(timeout=JOB_TIMEOUT)
     assert "2 voices" not in page.locator("#status").inner_text()
     expect(page.locator("#about")).not_to_contain_text("call.mp4")

@@ -15,6 +15,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from pipeline.asr.precision import Precision
 from pipeline.cpu import cpu
 from pipeline.timings import timed
 from pipeline.tuning import AUTO_MAX_ERROR, AUTO_PASSES
+
+if TYPE_CHECKING:
+    import openvino as ov
 
 log = logging.getLogger("subtitle-generator")
 SPEECH = Path(__file__).parent / "data" / "speech.flac"  # LibriSpeech 61-70968-0000, CC BY 4.0 (data/README.md)
@@ -96,7 +100,7 @@ def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
     trials, reference = [], None
     for hint in hints():
         try:
-            ms, output = _timed_pass(ir_dir, replace(precision, encoder=hint), threads, mel)
+            ms, output = _timed_pass(ir_dir, replace(precision, encoder=hint), threads=threads, mel=mel)
         except RuntimeError as e:  # (a hint the plugin lists but cannot compile this IR with: not a candidate)
             if reference is None:
                 raise
@@ -108,7 +112,7 @@ def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
     return Choice(hint=fastest(trials), trials=tuple(trials))
 
 
-def _timed_pass(ir_dir: Path, precision: Precision, threads: int, mel: np.ndarray) -> tuple[float, np.ndarray]:
+def _timed_pass(ir_dir: Path, precision: Precision, *, threads: int, mel: np.ndarray) -> tuple[float, np.ndarray]:
     """The encoder compiled with `precision`'s hint (into the folder that precision's load reads): the median ms of
     AUTO_PASSES passes after one not counted, and its output."""
     import openvino as ov
@@ -119,11 +123,11 @@ def _timed_pass(ir_dir: Path, precision: Precision, threads: int, mel: np.ndarra
               "INFERENCE_PRECISION_HINT": precision.encoder}  # fmt: skip
     with compiling(folder):
         compiled = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
-    seconds, output = median_pass(compiled, mel, AUTO_PASSES)
+    seconds, output = median_pass(compiled, mel, passes=AUTO_PASSES)
     return round(1000 * seconds, 1), output
 
 
-def median_pass(compiled, mel: np.ndarray, passes: int) -> tuple[float, np.ndarray]:
+def median_pass(compiled: ov.CompiledModel, mel: np.ndarray, *, passes: int) -> tuple[float, np.ndarray]:
     """The median seconds of `passes` passes of the compiled encoder on one request, after one not counted, and its
     output (benchmarks/encoder.py times its settings with it too)."""
     request = compiled.create_infer_request()

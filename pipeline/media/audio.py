@@ -112,9 +112,17 @@ def ffmpeg_command(memory: int, *args: str) -> list[str]:
 
 @functools.cache
 def _guards() -> tuple[str, str] | None:
-    """setpriv and prlimit (util-linux, on every Linux with it), or None."""
+    """setpriv and prlimit (util-linux), or None where they are missing or cannot run as ffmpeg_command runs them
+    (an old setpriv without --pdeathsig, a prlimit refused): tried once."""
     setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
-    return (setpriv, prlimit) if _LIBC is not None and setpriv and prlimit else None
+    if _LIBC is None or not setpriv or not prlimit:
+        return None
+    trial = [setpriv, "--pdeathsig", "KILL", "--", prlimit, f"--data={DECODE_MEMORY}:{DECODE_MEMORY}", "--", setpriv]
+    try:
+        ok = subprocess.run([*trial, "--version"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return (setpriv, prlimit) if ok else None
 
 
 def out_of_memory(stderr: str, what: str, memory: int) -> SubtitleError | None:

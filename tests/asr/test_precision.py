@@ -172,7 +172,8 @@ def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
     said: list[str] = []
     precision, choice = measured_precision(ir, start, threads=2, progress=said.append)
     assert said == [MEASURING]
-    assert [t.hint for t in choice.trials] == hints() and choice.trials[0].error == 0.0
+    tried = [t.hint for t in choice.trials]  # (a hint this CPU cannot compile is left out)
+    assert tried[0] == "f32" and tried == [h for h in hints() if h in tried] and choice.trials[0].error == 0.0
     assert all(t.ms > 0 for t in choice.trials)
     kept = min((t for t in choice.trials if t.error <= AUTO_MAX_ERROR), key=lambda t: t.ms)
     assert precision == replace(start, encoder=kept.hint) and choice.hint == kept.hint
