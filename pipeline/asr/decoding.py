@@ -56,20 +56,24 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
 
     Windows without detected speech are asked about cheaply first (no_speech_prob). The rest are decoded at temperature
     0 in batches, each row with the last words of its own prompt, as many as the shortest prompt has (whisper's
-    DecodingTask takes one prompt length, and a batch per length would multiply the decoder's steps); a row that fails
-    whisper's thresholds falls back alone, and an echo is decoded without prompt."""
+    DecodingTask takes one prompt length, and a batch per length would multiply the decoder's steps), the rows without
+    a prompt in batches of their own; a row that fails whisper's thresholds falls back alone, and an echo is decoded
+    without prompt."""
     results: list[DecodingResult | None] = [None] * len(requests)
     mels = [r.mel for r in requests]
     asked = [i for i, r in enumerate(requests) if r.heard or no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
-    length = min(n_ctx, min((len(requests[i].options.prompt or ()) for i in asked), default=0))
-    for b in range(0, len(asked), options.batch_size):
-        rows = asked[b : b + options.batch_size]
-        prompts = [list(requests[i].options.prompt or [])[-length:] if length else [] for i in rows]
-        mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
-        first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)
-        for i, row, result in zip(rows, mel, model.decode(mel, first, row_prompts=prompts)):
-            mels[i], results[i] = row, result  # (a view of the batch: the encoder's output for it is reused)
+    prompted = [i for i in asked if requests[i].options.prompt]
+    length = min(n_ctx, min((len(requests[i].options.prompt) for i in prompted), default=0))
+    # (rows without a prompt, a part's first window or one after a reset, are decoded apart: none takes the others')
+    for group, cut in ((prompted, length), ([i for i in asked if i not in prompted], 0)):
+        for b in range(0, len(group), options.batch_size):
+            rows = group[b : b + options.batch_size]
+            prompts = [list(requests[i].options.prompt)[-cut:] if cut else [] for i in rows]
+            mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
+            first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)
+            for i, row, result in zip(rows, mel, model.decode(mel, first, row_prompts=prompts)):
+                mels[i], results[i] = row, result  # (a view of the batch: the encoder's output for it is reused)
     for i in asked:
         request, result, base = requests[i], results[i], requests[i].options
         if echoes(result.tokens, base.prompt, eot):
