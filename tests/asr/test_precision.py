@@ -3,6 +3,7 @@ runs, against the reference text and against f32. Speed is measured by benchmark
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -182,3 +183,10 @@ def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
     assert measured_precision(ir, start, threads=2, progress=said.append) == (precision, choice)
     assert said == []  # read, not measured again
     assert load_model(ModelOptions(precision="int8", threads=2)).precision == precision
+    # a choice made under another bound, or a file half written, is measured again and written whole
+    saved = json.loads(choice_file(ir, 2).read_text())
+    for stale in (json.dumps({**saved, "bound": AUTO_MAX_ERROR / 2}), "{"):
+        choice_file(ir, 2).write_text(stale)
+        said.clear()
+        assert measured_precision(ir, start, threads=2, progress=said.append)[0].encoder in hints()
+        assert said == [MEASURING] and json.loads(choice_file(ir, 2).read_text())["bound"] == AUTO_MAX_ERROR
