@@ -87,32 +87,26 @@ def _die_with_parent(libc=_LIBC) -> None:
 PROBE_MEMORY, DECODE_MEMORY, WRITE_MEMORY = 256 * 2**20, 512 * 2**20, 2 * 2**30
 
 
-def ffmpeg_process(memory: int) -> dict:
-    """Popen's arguments for every ffmpeg (its command from ffmpeg_command): a process group of its own (killed
-    whole); without util-linux, the bounds ffmpeg_command leaves out are set in the child before ffmpeg starts."""
-    if _guards() is not None:
-        return {"start_new_session": True}
+def ffmpeg_popen(*args: str, memory: int) -> tuple[list[str], dict]:
+    """ffmpeg's command line and Popen's arguments for it, which bound it together: it dies with the server (Linux's
+    parent-death signal), holds at most `memory` bytes of data, and has a process group of its own (killed whole).
+    util-linux's setpriv and prlimit set the bounds and exec ffmpeg, so no Python runs in the child (a preexec_fn in
+    a threaded server can deadlock between fork and exec: the subprocess docs); without them, a preexec_fn does."""
+    if (guards := _guards()) is not None:
+        setpriv, prlimit = guards
+        command = [setpriv, "--pdeathsig", "KILL", "--", prlimit, f"--data={memory}:{memory}", "--", ffmpeg_exe()]
+        return [*command, *args], {"start_new_session": True}
 
     def start() -> None:
         _die_with_parent()
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
 
-    return {"start_new_session": True, "preexec_fn": start}
-
-
-def ffmpeg_command(memory: int, *args: str) -> list[str]:
-    """ffmpeg's command line, run by util-linux's setpriv and prlimit (they exec it): it dies with the server
-    (Linux's parent-death signal) and holds at most `memory` bytes of data. No Python runs in the child: a preexec_fn
-    in a threaded server can deadlock between fork and exec (the subprocess docs)."""
-    if (guards := _guards()) is None:
-        return [ffmpeg_exe(), *args]
-    setpriv, prlimit = guards
-    return [setpriv, "--pdeathsig", "KILL", "--", prlimit, f"--data={memory}:{memory}", "--", ffmpeg_exe(), *args]
+    return [ffmpeg_exe(), *args], {"start_new_session": True, "preexec_fn": start}
 
 
 @functools.cache
 def _guards() -> tuple[str, str] | None:
-    """setpriv and prlimit (util-linux), or None where they are missing or cannot run as ffmpeg_command runs them
+    """setpriv and prlimit (util-linux), or None where they are missing or cannot run as ffmpeg_popen runs them
     (an old setpriv without --pdeathsig, a prlimit refused): tried once."""
     setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
     if _LIBC is None or not setpriv or not prlimit:
@@ -141,10 +135,10 @@ def run_ffmpeg(
     """Run ffmpeg in its own process group with at most `memory` bytes of data; return (exit code, stdout, stderr).
     The group is killed when `timeout` seconds pass (SubtitleError) or `stop` is set (Cancelled), and on any other way
     out: nothing outlives the call."""
+    command, bounds = ffmpeg_popen("-hide_banner", "-nostdin", *args, memory=memory)
     with subprocess.Popen(
-        ffmpeg_command(memory, "-hide_banner", "-nostdin", *args),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **ffmpeg_process(memory),
-    ) as proc:  # fmt: skip
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **bounds
+    ) as proc:
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:

@@ -28,9 +28,8 @@ from pipeline.files import atomic_path, work_folder
 from pipeline.media.audio import (
     WRITE_MEMORY,
     MediaInfo,
-    ffmpeg_command,
     ffmpeg_input,
-    ffmpeg_process,
+    ffmpeg_popen,
     human_size,
     kill_group,
     last_line,
@@ -308,16 +307,10 @@ def _write(
             out.suffix.lower(), "mp4"
         )
         cap = [] if max_bytes is None else ["-fs", str(max(0, max_bytes))]
-        cmd = ffmpeg_command(WRITE_MEMORY, "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1",
-                             "-nostats", *args, *cap, "-f", muxer, str(tmp))  # fmt: skip
+        cmd, bounds = ffmpeg_popen("-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-progress", "pipe:1",
+                                   "-nostats", *args, *cap, "-f", muxer, str(tmp), memory=WRITE_MEMORY)  # fmt: skip
         with subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            **ffmpeg_process(WRITE_MEMORY),
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **bounds
         ) as proc:  # (closes the pipes on every path)
             try:
                 stderr = _follow(proc, duration, progress, timeout, stop, paced=paced)
