@@ -61,11 +61,16 @@ def clip_path(clip_id: str) -> Path:
 # Gradio keeps uploads in GRADIO_TEMP_DIR, /tmp/gradio by default, under the hash of their bytes, and an app that
 # closes deletes what it keeps there (delete_cache): each test process gets its own, so that one xdist worker's app
 # cannot delete an upload of the same file by another. (xdist's workers inherit the controller's environment: a folder
-# that this file made, marked in _OURS, is not the user's and is replaced.)
+# that this file made, marked in _OURS, is not the user's and is replaced. Made in pytest_configure, not on import:
+# Ray's workers import this file to unpickle its functions, and would leave a folder each.)
 _OURS = "SUBTITLE_TESTS_GRADIO_TEMP"
 _GRADIO_TEMP = None
-if os.environ.get("GRADIO_TEMP_DIR") in (None, os.environ.get(_OURS)):
-    _GRADIO_TEMP = os.environ["GRADIO_TEMP_DIR"] = os.environ[_OURS] = tempfile.mkdtemp(prefix="gradio-tests-")
+
+
+def pytest_configure(config) -> None:
+    global _GRADIO_TEMP
+    if os.environ.get("GRADIO_TEMP_DIR") in (None, os.environ.get(_OURS)):
+        _GRADIO_TEMP = os.environ["GRADIO_TEMP_DIR"] = os.environ[_OURS] = tempfile.mkdtemp(prefix="gradio-tests-")
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
