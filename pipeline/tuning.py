@@ -153,8 +153,8 @@ DIALOGUE_LEAD = 2.5
 
 # Timed encoder passes per setting (after one not counted). More: a surer choice, a longer first load; fewer: noise.
 AUTO_PASSES = 3
-# Largest error of a setting's encoder output against int8 weights computed in f32 (norm of the difference over the
-# latter's norm). Larger: words lost on held-out utterances; smaller: no setting but f32 passes (docs/engine.md,
+# Largest error of a setting's encoder output against the same weights computed in f32 (norm of the difference over
+# the latter's norm). Larger: words lost on held-out utterances; smaller: no setting but f32 passes (docs/engine.md,
 # *Precision*).
 AUTO_MAX_ERROR = 0.03
 

@@ -18,7 +18,8 @@ def compiled_cache_dir(precision: Precision, threads: int) -> Path:
     the precision hint out (a bf16 compile would load the f32 blob of the same IR and crash), and a blob compiled for
     one CPU's instruction sets must not be loaded on another: so each gets its own folder, named with its hints."""
     hints = f"{precision.encoder}-{precision.decoder}-{precision.kv_cache}"
-    return compiled_dir(f"{precision.name}-{hints}-{threads}t")
+    own = f"{precision.encoder_weights}-" if precision.encoder_weights else ""  # (an encoder's weights not the IR's)
+    return compiled_dir(f"{precision.name}-{own}{hints}-{threads}t")
 
 
 def compiled_dir(name: str) -> Path:

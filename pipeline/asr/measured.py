@@ -1,10 +1,12 @@
-"""The int8 precision's encoder setting chosen by measurement on this machine, once (issue 52).
+"""The int8 and auto precisions' encoder setting chosen by measurement on this machine, once (issue 52).
 
 CPU flags do not tell which setting is fastest: on one Xeon with AVX512-BF16 and no AMX a bf16 encoder is slower than
 f32, on an EPYC Zen 4 with the same flags it is faster. So on a model's first use here, its encoder is compiled with
 each precision hint the CPU offers, timed on a real window of speech, and the fastest whose output stays within
-AUTO_MAX_ERROR of the f32 hint's is kept in a small file beside the compiled blobs: named by OpenVINO's version, the CPU's
-model and flags (pipeline.asr.compiled.compiled_dir), the IR and the thread count. Later loads read it.
+AUTO_MAX_ERROR of the same weights computed in f32 is kept in a small file beside the compiled blobs: named by
+OpenVINO's version, the CPU's model and flags (pipeline.asr.compiled.compiled_dir), the IR, the thread count and the
+precision. Later loads read it. `auto` also tries the encoder's f16 weights, kept beside the int8 IR's own: computed in
+bf16 they can be faster than int8 weights in f32 and nearer to f32 (docs/engine.md, *Precision*).
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ MEASURING = "Choosing the fastest settings for this CPU (once)"
 
 @dataclass(frozen=True, kw_only=True)
 class Trial:
-    """One encoder setting as measured: its hint, milliseconds a window, and its output's error against f32's."""
+    """One encoder setting as measured: its weights and hint, milliseconds a window, and its output's error against
+    the same weights computed in f32."""
 
+    weights: str
     hint: str
     ms: float
     error: float
@@ -46,12 +50,16 @@ class Trial:
 class Choice:
     """The setting kept, and every trial it was chosen from."""
 
+    weights: str
     hint: str
     trials: tuple[Trial, ...]
 
     def describe(self) -> str:
-        tried = ", ".join(f"{t.hint} {t.ms:.0f} ms (error {t.error:.1e})" for t in self.trials)
-        return f"encoder {self.hint}: the fastest within {AUTO_MAX_ERROR:g} of f32 on this CPU ({tried})"
+        tried = ", ".join(f"{t.weights} weights in {t.hint} {t.ms:.0f} ms (error {t.error:.1e})" for t in self.trials)
+        return (
+            f"encoder {self.weights} weights in {self.hint}: the fastest within {AUTO_MAX_ERROR:g} of its weights in "
+            f"f32 on this CPU ({tried})"
+        )
 
 
 def hints() -> list[str]:
@@ -66,63 +74,84 @@ def hints() -> list[str]:
     return out
 
 
-def choice_file(ir_dir: Path, threads: int) -> Path:
-    return compiled_dir(f"choice-{ir_dir.name}-{threads}t") / "encoder.json"
+def encoder_weights(precision: Precision) -> list[str]:
+    """The encoder weights a precision measures: the IR's int8, and for auto also the f16 ones kept beside them."""
+    return [precision.weights] + (["f16"] if precision.name == "auto" else [])
+
+
+def choice_file(ir_dir: Path, threads: int, name: str) -> Path:
+    return compiled_dir(f"choice-{ir_dir.name}-{threads}t") / f"encoder-{name}.json"
 
 
 def measured_precision(
     ir_dir: Path, precision: Precision, *, threads: int, progress=lambda message: None
 ) -> tuple[Precision, Choice]:
-    """`precision` (int8 weights) with the encoder hint measured fastest here: read from its file, or measured and
+    """`precision` (int8 weights) with the encoder setting measured fastest here: read from its file, or measured and
     written there. Only the encoder is chosen: the decoder stays f32 (bf16 gave NaN logits in sampled decodes)."""
-    path = choice_file(ir_dir, threads)
+    path = choice_file(ir_dir, threads, precision.name)
     try:
         saved = json.loads(path.read_text())
-        choice = Choice(hint=saved["hint"], trials=tuple(Trial(**t) for t in saved["trials"]))
-        if choice.hint not in hints() or saved.get("bound") != AUTO_MAX_ERROR:
-            raise ValueError(f"{path} was chosen under other rules")
+        trials = tuple(Trial(**t) for t in saved["trials"])
+        choice = Choice(weights=saved["weights"], hint=saved["hint"], trials=trials)
+        if choice.hint not in hints() or choice.weights not in encoder_weights(precision):
+            raise ValueError(f"{path} names a setting this CPU or precision does not run")
+        if saved.get("bound") != AUTO_MAX_ERROR:
+            raise ValueError(f"{path} was chosen under another bound")
     except (OSError, ValueError, KeyError, TypeError):
         progress(MEASURING)
         choice = measure(ir_dir, precision, threads=threads)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")  # (whole or not at all, also with two processes)
         trials = [asdict(t) for t in choice.trials]
-        tmp.write_text(json.dumps({"hint": choice.hint, "bound": AUTO_MAX_ERROR, "trials": trials}))
+        tmp.write_text(json.dumps({"weights": choice.weights, "hint": choice.hint, "bound": AUTO_MAX_ERROR,
+                                   "trials": trials}))  # fmt: skip
         tmp.replace(path)
         log.info("%s", choice.describe())
-    return replace(precision, encoder=choice.hint), choice
+    own = None if choice.weights == precision.weights else choice.weights
+    return replace(precision, encoder=choice.hint, encoder_weights=own), choice
 
 
 @timed("settings measured")
 def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
-    """Each hint's encoder timed on a real window and compared with the f32 hint's output."""
+    """Each weights and hint's encoder timed on a real window, and compared with the same weights' f32 output."""
     mel = speech_window(n_mels=_n_mels(ir_dir))
-    trials, reference = [], None
-    for hint in hints():
-        try:
-            ms, output = _timed_pass(ir_dir, replace(precision, encoder=hint), threads=threads, mel=mel)
-        except RuntimeError as e:  # (a hint the plugin lists but cannot compile this IR with: not a candidate)
-            if reference is None:
-                raise
-            log.warning("encoder hint %s not measured: %s", hint, str(e).splitlines()[0] if str(e) else e)
-            continue
-        reference = output if reference is None else reference
-        error = float(np.linalg.norm(output - reference) / np.linalg.norm(reference))
-        trials.append(Trial(hint=hint, ms=ms, error=error))
-    return Choice(hint=fastest(trials), trials=tuple(trials))
+    trials = []
+    for weights in encoder_weights(precision):
+        reference = None
+        for hint in hints():
+            setting = replace(
+                precision, encoder=hint, encoder_weights=None if weights == precision.weights else weights
+            )
+            try:
+                ms, output = _timed_pass(ir_dir, setting, threads=threads, mel=mel)
+            except RuntimeError as e:  # (a hint the plugin lists but cannot compile this IR with: not a candidate)
+                if reference is None and weights == precision.weights:
+                    raise
+                log.warning("encoder %s in %s not measured: %s", weights, hint, str(e).splitlines()[0] if str(e) else e)
+                if reference is None:
+                    break  # (no f32 output to compare these weights' other hints with)
+                continue
+            reference = output if reference is None else reference
+            error = float(np.linalg.norm(output - reference) / np.linalg.norm(reference))
+            trials.append(Trial(weights=weights, hint=hint, ms=ms, error=error))
+    kept = fastest(trials)
+    return Choice(weights=kept.weights, hint=kept.hint, trials=tuple(trials))
 
 
 def _timed_pass(ir_dir: Path, precision: Precision, *, threads: int, mel: np.ndarray) -> tuple[float, np.ndarray]:
-    """The encoder compiled with `precision`'s hint (into the folder that precision's load reads): the median ms of
-    AUTO_PASSES passes after one not counted, and its output."""
+    """The encoder compiled with `precision`'s weights and hint (into the folder that precision's load reads): the
+    median ms of AUTO_PASSES passes after one not counted, and its output."""
     import openvino as ov
+
+    from convert.export import encoder_xml
 
     core, folder = ov.Core(), compiled_cache_dir(precision, threads)
     core.set_property({"CACHE_DIR": str(folder)})
     config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
               "INFERENCE_PRECISION_HINT": precision.encoder}  # fmt: skip
+    xml = encoder_xml(precision.weights, precision.encoder_weights or precision.weights)
     with compiling(folder):
-        compiled = core.compile_model(ir_dir / "encoder.xml", "CPU", config)
+        compiled = core.compile_model(ir_dir / xml, "CPU", config)
     seconds, output = median_pass(compiled, mel, passes=AUTO_PASSES)
     return round(1000 * seconds, 1), output
 
@@ -140,9 +169,9 @@ def median_pass(compiled: ov.CompiledModel, mel: np.ndarray, *, passes: int) -> 
     return statistics.median(seconds), request.get_tensor("cross_kv").data.copy()
 
 
-def fastest(trials: list[Trial]) -> str:
-    """The hint of the fastest trial within AUTO_MAX_ERROR of f32 (the first trial, which always passes)."""
-    return min([t for t in trials[1:] if t.error <= AUTO_MAX_ERROR] + trials[:1], key=lambda t: t.ms).hint
+def fastest(trials: list[Trial]) -> Trial:
+    """The fastest trial within AUTO_MAX_ERROR of its weights in f32 (the first trial, f32 itself, always passes)."""
+    return min([t for t in trials[1:] if t.error <= AUTO_MAX_ERROR] + trials[:1], key=lambda t: t.ms)
 
 
 def speech_window(n_mels: int = 80) -> np.ndarray:

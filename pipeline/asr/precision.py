@@ -17,6 +17,7 @@ class Precision:
     encoder: str  # INFERENCE_PRECISION_HINT of the encoder (compute-bound: 1500 audio positions per window)
     decoder: str  # ... of the decoder and aligner (memory-bound: a few tokens per step)
     kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
+    encoder_weights: str | None = None  # the encoder's weights when not the IR's: auto's measured choice (measured.py)
 
 
 def resolve_precision(name: str, info: CPU | None = None) -> Precision:
@@ -24,7 +25,8 @@ def resolve_precision(name: str, info: CPU | None = None) -> Precision:
     if name not in PRECISIONS:
         raise SubtitleError(f"Unknown precision {name!r}: use {', '.join(PRECISIONS)}")
     info = info or cpu()
-    name = auto_precision(info) if name == "auto" else name
+    auto = name == "auto"
+    name = auto_precision(info) if auto else name
     if name == "f32":  # the reference: token-for-token openai-whisper (tests/asr/test_openvino.py)
         return Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")
     if name == "bf16":
@@ -33,7 +35,12 @@ def resolve_precision(name: str, info: CPU | None = None) -> Precision:
         # the decoder stays f32: in bf16 some sampled decodes gave NaN logits
         return Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")
     # int8 weights, computed in f32 around them (the CPU plugin quantizes activations for the matmuls); the encoder's
-    # hint here is where a load starts: the first load on a machine measures which is fastest (measured.py)
+    # hint here is where a load starts: the first load on a machine measures which is fastest (measured.py), and for
+    # auto also whether the encoder's f16 weights are
     return Precision(
-        name="int8", weights="int8", encoder="bf16" if info.has_amx else "f32", decoder="f32", kv_cache="f32"
+        name="auto" if auto else "int8",
+        weights="int8",
+        encoder="bf16" if info.has_amx else "f32",
+        decoder="f32",
+        kv_cache="f32",
     )

@@ -31,16 +31,16 @@ OLD = {"sse4_2"}
         (
             SAPPHIRE_RAPIDS,
             "auto",
-            Precision(name="int8", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32"),
+            Precision(name="auto", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32"),
         ),
         (
             ZEN5,
             "auto",
-            Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32"),
+            Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32"),
         ),  # bf16 without AMX: slower than int8
-        (ICELAKE, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
-        (ALDERLAKE, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
-        (HASWELL, "auto", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (ICELAKE, "auto", Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (ALDERLAKE, "auto", Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (HASWELL, "auto", Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
         (OLD, "auto", Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")),
         (SAPPHIRE_RAPIDS, "f32", Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")),
         (SAPPHIRE_RAPIDS, "bf16", Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")),
@@ -144,49 +144,72 @@ def test_wer_at_each_precision(precision, reference_text, audio, manifest, model
 @pytest.mark.parametrize(
     "trials, expected",
     [
-        ([("f32", 336, 0.0), ("bf16", 273, 0.01)], "bf16"),  # faster and close
-        ([("f32", 359, 0.0), ("bf16", 304, 0.033)], "f32"),  # EPYC Zen 4: faster, but words lost in context
-        ([("f32", 288, 0.0), ("bf16", 367, 0.01)], "f32"),  # Xeon without AMX: f32 faster
-        ([("f32", 336, 0.0), ("bf16", 200, 0.07)], "f32"),  # faster, but its output is off
-        ([("f32", 336, 0.0), ("bf16", 300, 0.01), ("f16", 250, 0.02)], "f16"),
-        ([("f32", 336, 0.0)], "f32"),  # nothing else to run
+        ([("int8", "f32", 336, 0.0), ("int8", "bf16", 273, 0.01)], ("int8", "bf16")),  # faster and close
+        ([("int8", "f32", 359, 0.0), ("int8", "bf16", 304, 0.033)], ("int8", "f32")),  # EPYC Zen 4: words lost
+        ([("int8", "f32", 288, 0.0), ("int8", "bf16", 367, 0.01)], ("int8", "f32")),  # Xeon without AMX: f32 faster
+        ([("int8", "f32", 336, 0.0), ("int8", "bf16", 200, 0.07)], ("int8", "f32")),  # faster, but its output is off
+        ([("int8", "f32", 336, 0.0), ("int8", "bf16", 300, 0.01), ("int8", "f16", 250, 0.02)], ("int8", "f16")),
+        ([("int8", "f32", 336, 0.0)], ("int8", "f32")),  # nothing else to run
+        # EPYC Zen 4 with auto: the f16 weights in bf16, each error against its own weights in f32
+        (
+            [
+                ("int8", "f32", 366, 0.0),
+                ("int8", "bf16", 296, 0.033),
+                ("f16", "f32", 536, 0.0),
+                ("f16", "bf16", 311, 0.016),
+            ],
+            ("f16", "bf16"),
+        ),  # fmt: skip
+        ([("int8", "f32", 288, 0.0), ("f16", "f32", 500, 0.0), ("f16", "bf16", 367, 0.01)], ("int8", "f32")),
     ],
 )
 def test_fastest_within_the_error_bound(trials, expected):
     from pipeline.asr.measured import Trial, fastest
 
-    assert fastest([Trial(hint=h, ms=ms, error=e) for h, ms, e in trials]) == expected
+    kept = fastest([Trial(weights=w, hint=h, ms=ms, error=e) for w, h, ms, e in trials])
+    assert (kept.weights, kept.hint) == expected
 
 
 @pytest.mark.slow
 def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
-    """On first use the int8 encoder is timed under each hint this CPU runs (the page says so), the fastest within
-    the bound is kept in a file beside the compiled blobs, and the next load reads it without measuring."""
+    """On first use the encoder is timed under each hint this CPU runs (the page says so), with the int8 IR's own
+    weights and, for auto, the f16 ones kept beside them; the fastest within the bound of its weights in f32 is kept in
+    a file beside the compiled blobs, and the next load reads it without measuring."""
     from convert.checkpoints import resolve_checkpoint
     from convert.export import ExportOptions, ensure_ir
     from pipeline.asr.measured import MEASURING, choice_file, hints, measured_precision
     from pipeline.tuning import AUTO_MAX_ERROR
 
     ir = ensure_ir(resolve_checkpoint("base"), ExportOptions(weights="int8"))
-    start = resolve_precision("int8")
-    choice_file(ir, 2).unlink(missing_ok=True)
+    start = resolve_precision("auto")
+    choice_file(ir, 2, "auto").unlink(missing_ok=True)
     said: list[str] = []
     precision, choice = measured_precision(ir, start, threads=2, progress=said.append)
     assert said == [MEASURING]
-    tried = [t.hint for t in choice.trials]  # (a hint this CPU cannot compile is left out)
-    assert tried[0] == "f32" and tried == [h for h in hints() if h in tried] and choice.trials[0].error == 0.0
+    tried = [(t.weights, t.hint) for t in choice.trials]  # (a hint this CPU cannot compile is left out)
+    assert [w for w, _ in tried] == sorted((w for w, _ in tried), key=["int8", "f16"].index)
+    for weights in ("int8", "f16"):
+        mine = [(h, t.error) for t, (w, h) in zip(choice.trials, tried) if w == weights]
+        assert mine[0] == ("f32", 0.0) and [h for h, _ in mine] == [h for h in hints() if h in dict(mine)]
     assert all(t.ms > 0 for t in choice.trials)
     kept = min((t for t in choice.trials if t.error <= AUTO_MAX_ERROR), key=lambda t: t.ms)
-    assert precision == replace(start, encoder=kept.hint) and choice.hint == kept.hint
-    assert choice_file(ir, 2).is_file()
+    own = None if kept.weights == "int8" else kept.weights
+    assert precision == replace(start, encoder=kept.hint, encoder_weights=own)
+    assert (choice.weights, choice.hint) == (kept.weights, kept.hint) and choice_file(ir, 2, "auto").is_file()
     said.clear()
     assert measured_precision(ir, start, threads=2, progress=said.append) == (precision, choice)
     assert said == []  # read, not measured again
-    assert load_model(ModelOptions(precision="int8", threads=2)).precision == precision
-    # a choice made under another bound, or a file half written, is measured again and written whole
-    saved = json.loads(choice_file(ir, 2).read_text())
-    for stale in (json.dumps({**saved, "bound": AUTO_MAX_ERROR / 2}), "{"):
-        choice_file(ir, 2).write_text(stale)
+    model = load_model(ModelOptions(precision="auto", threads=2))
+    assert model.precision == precision
+    assert load_model(ModelOptions(precision="auto", threads=2)).precision == precision
+    # int8 measures its own weights only; a choice made under another bound, one of weights int8 does not run, or a
+    # file half written, is measured again and written whole
+    int8 = resolve_precision("int8")
+    saved = {**json.loads(choice_file(ir, 2, "auto").read_text()), "weights": "int8", "hint": "f32"}
+    for stale in (json.dumps({**saved, "bound": AUTO_MAX_ERROR / 2}), json.dumps({**saved, "weights": "f16"}), "{"):
+        choice_file(ir, 2, "int8").write_text(stale)
         said.clear()
-        assert measured_precision(ir, start, threads=2, progress=said.append)[0].encoder in hints()
-        assert said == [MEASURING] and json.loads(choice_file(ir, 2).read_text())["bound"] == AUTO_MAX_ERROR
+        measured, choice = measured_precision(ir, int8, threads=2, progress=said.append)
+        assert measured.encoder in hints() and measured.encoder_weights is None
+        assert {t.weights for t in choice.trials} == {"int8"}
+        assert said == [MEASURING] and json.loads(choice_file(ir, 2, "int8").read_text())["bound"] == AUTO_MAX_ERROR
