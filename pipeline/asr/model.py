@@ -113,6 +113,11 @@ class OVWhisper:
             with timings.stage("encoder"):
                 req.infer({0: row[None]})
             store[:, i] = req.get_tensor("cross_kv").data.reshape(store.shape[0], *store.shape[2:])
+        if len(mel) > 1:  # a batch's rows decode next: the encoder's working buffers are not held meanwhile (a
+            try:  # single window skips it, 10-25 ms a call: docs/engine.md, *Memory*)
+                self.encoder_model.release_memory()
+            except RuntimeError:  # "in a busy state": another thread's job is encoding
+                pass
         result = torch.from_numpy(store).transpose(0, 1)
         encoded.append((mel, result))  # holding `mel` keeps its memory from being reused for another window
         return result
