@@ -143,15 +143,12 @@ def _timed_pass(ir_dir: Path, precision: Precision, *, threads: int, mel: np.nda
     median ms of AUTO_PASSES passes after one not counted, and its output."""
     import openvino as ov
 
-    from convert.export import encoder_xml
-
     core, folder = ov.Core(), compiled_cache_dir(precision, threads)
     core.set_property({"CACHE_DIR": str(folder)})
     config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
               "INFERENCE_PRECISION_HINT": precision.encoder}  # fmt: skip
-    xml = encoder_xml(precision.weights, precision.encoder_weights or precision.weights)
     with compiling(folder):
-        compiled = core.compile_model(ir_dir / xml, "CPU", config)
+        compiled = core.compile_model(ir_dir / precision.encoder_xml, "CPU", config)
     seconds, output = median_pass(compiled, mel, passes=AUTO_PASSES)
     return round(1000 * seconds, 1), output
 

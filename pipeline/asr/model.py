@@ -23,7 +23,6 @@ from whisper.decoding import detect_language as whisper_detect_language
 from whisper.model import ModelDimensions
 from whisper.tokenizer import Tokenizer
 
-from convert.export import encoder_xml
 from pipeline import timings
 from pipeline.asr.compiled import compiling
 from pipeline.asr.inference import CompiledDecoder, OVDecodingTask, OVInference, bind_cross_kv
@@ -51,8 +50,7 @@ class OVWhisper:
             return core.compile_model(ir_dir / name, "CPU", {**base, "INFERENCE_PRECISION_HINT": hint, **extra})
 
         with compiling(compiled_cache) if compiled_cache is not None else nullcontext():
-            encoder = encoder_xml(precision.weights, precision.encoder_weights or precision.weights)
-            self.encoder_model = compile_ir(encoder, precision.encoder)
+            self.encoder_model = compile_ir(precision.encoder_xml, precision.encoder)
             self.decoder = CompiledDecoder(
                 compile_ir("decoder.xml", precision.decoder, KV_CACHE_PRECISION=precision.kv_cache),
                 self.dims.n_text_layer,

@@ -19,6 +19,13 @@ class Precision:
     kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
     encoder_weights: str | None = None  # the encoder's weights when not the IR's: auto's measured choice (measured.py)
 
+    @property
+    def encoder_xml(self) -> str:
+        """The encoder's file in the IR's folder."""
+        from convert.export import encoder_xml  # (the IR's layout; imports torch)
+
+        return encoder_xml(self.weights, self.encoder_weights or self.weights)
+
 
 def resolve_precision(name: str, info: CPU | None = None) -> Precision:
     """`auto` made concrete for this CPU (or `info`), checked against what it can do."""

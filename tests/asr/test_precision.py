@@ -213,3 +213,22 @@ def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
         assert measured.encoder in hints() and measured.encoder_weights is None
         assert {t.weights for t in choice.trials} == {"int8"}
         assert said == [MEASURING] and json.loads(choice_file(ir, 2, "int8").read_text())["bound"] == AUTO_MAX_ERROR
+
+
+@pytest.mark.parametrize(
+    "ir_weights, weights, expected",
+    [("int8", "int8", "encoder.xml"), ("f16", "f16", "encoder.xml"), ("int8", "f16", "encoder-f16.xml"),
+     ("f16", "int8", None), ("f32", "f16", None)],
+)  # fmt: skip
+def test_the_encoder_file_of_each_weights(ir_weights, weights, expected):
+    """An int8 IR keeps f16 encoder weights beside its own; no other IR keeps another encoder."""
+    from convert.export import encoder_xml
+
+    if expected is None:
+        with pytest.raises(ValueError):
+            encoder_xml(ir_weights, weights)
+    else:
+        assert encoder_xml(ir_weights, weights) == expected
+        precision = Precision(name="auto", weights=ir_weights, encoder="bf16", decoder="f32", kv_cache="f32",
+                              encoder_weights=None if weights == ir_weights else weights)  # fmt: skip
+        assert precision.encoder_xml == expected
