@@ -107,8 +107,12 @@ def measured_precision(
                                    "trials": trials}))  # fmt: skip
         tmp.replace(path)
         log.info("%s", choice.describe())
-    own = None if choice.weights == precision.weights else choice.weights
-    return replace(precision, encoder=choice.hint, encoder_weights=own), choice
+    return _setting(precision, choice.weights, choice.hint), choice
+
+
+def _setting(precision: Precision, weights: str, hint: str) -> Precision:
+    """`precision` with its encoder run with `weights` (None when they are the IR's own) and `hint`."""
+    return replace(precision, encoder=hint, encoder_weights=None if weights == precision.weights else weights)
 
 
 @timed("settings measured")
@@ -119,11 +123,8 @@ def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
     for weights in encoder_weights(precision):
         reference = None
         for hint in hints():
-            setting = replace(
-                precision, encoder=hint, encoder_weights=None if weights == precision.weights else weights
-            )
             try:
-                ms, output = _timed_pass(ir_dir, setting, threads=threads, mel=mel)
+                ms, output = _timed_pass(ir_dir, _setting(precision, weights, hint), threads=threads, mel=mel)
             except RuntimeError as e:  # (a hint the plugin lists but cannot compile this IR with: not a candidate)
                 if reference is None and weights == precision.weights:
                     raise
