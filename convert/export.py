@@ -156,9 +156,7 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mel = torch.zeros(1, dims.n_mels, 3000)
-        encoder = ov.convert_model(
-            _Encoder(model), example_input=(mel,), input=[((-1, dims.n_mels, 3000), ov.Type.f32)]
-        )
+        encoder = _convert(_Encoder(model), (mel,), [((-1, dims.n_mels, 3000), ov.Type.f32)])
         encoder.outputs[0].get_tensor().set_names({"audio_features"})
         encoder.outputs[1].get_tensor().set_names({"cross_kv"})
         if options.weights == "int8":  # (before compressing: saved as it was traced)
@@ -179,7 +177,7 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
             torch.zeros(1, heads, 2, hs)
         ] * 2 * layers
         types = [ov.Type.i64, ov.Type.i32, ov.Type.i64] + [ov.Type.f32] * 4 * layers
-        decoder = ov.convert_model(_Decoder(model), example_input=tuple(example), input=list(zip(shapes, types)))
+        decoder = _convert(_Decoder(model), tuple(example), list(zip(shapes, types)))
         for port, name in zip(decoder.inputs, names):
             port.get_tensor().set_names({name})
         outputs = ["logits"] + [f"present_{kv}_{i}" for i in range(layers) for kv in "kv"]
@@ -188,10 +186,10 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
         _make_stateful(decoder, layers, heads, hs)
         ov.save_model(_compressed(decoder, options), out / "decoder.xml", compress_to_fp16=fp16)
 
-        aligner = ov.convert_model(
+        aligner = _convert(
             _Aligner(model),
-            example_input=(example[0], *example[3 : 3 + 2 * layers]),
-            input=[((-1, -1), ov.Type.i64)] + [((-1, heads, dims.n_audio_ctx, hs), ov.Type.f32)] * 2 * layers,
+            (example[0], *example[3 : 3 + 2 * layers]),
+            [((-1, -1), ov.Type.i64)] + [((-1, heads, dims.n_audio_ctx, hs), ov.Type.f32)] * 2 * layers,
         )
         for port, name in zip(aligner.inputs, ["tokens"] + names[3 : 3 + 2 * layers]):
             port.get_tensor().set_names({name})
@@ -202,6 +200,16 @@ def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) 
     heads = model.alignment_heads.to_dense().nonzero().tolist()
     info = {"dims": asdict(dims), "alignment_heads": heads, "export": asdict(options), "version": EXPORT_VERSION}
     (out / "model.json").write_text(json.dumps(info, indent=1))
+
+
+def _convert(module: nn.Module, example: tuple, inputs: list):
+    """ov.convert_model of a module traced once: torch.jit.trace's check_trace (the module run again and compared,
+    a third of a conversion's time) is left out; tests/asr/test_openvino.py compares the IR with PyTorch instead."""
+    import openvino as ov
+    from openvino.frontend.pytorch.ts_decoder import TorchScriptPythonDecoder
+
+    traced = TorchScriptPythonDecoder(module, example_input=example, trace_kwargs={"check_trace": False})
+    return ov.convert_model(traced, example_input=example, input=inputs)
 
 
 def _make_stateful(decoder, layers: int, heads: int, hs: int) -> None:
