@@ -89,15 +89,8 @@ def measured_precision(
     """`precision` (int8 weights) with the encoder setting measured fastest here: read from its file, or measured and
     written there. Only the encoder is chosen: the decoder stays f32 (bf16 gave NaN logits in sampled decodes)."""
     path = choice_file(ir_dir, threads, precision.name)
-    try:
-        saved = json.loads(path.read_text())
-        trials = tuple(Trial(**t) for t in saved["trials"])
-        choice = Choice(weights=saved["weights"], hint=saved["hint"], trials=trials)
-        if choice.hint not in hints() or choice.weights not in encoder_weights(precision):
-            raise ValueError(f"{path} names a setting this CPU or precision does not run")
-        if saved.get("bound") != AUTO_MAX_ERROR:
-            raise ValueError(f"{path} was chosen under another bound")
-    except (OSError, ValueError, KeyError, TypeError):
+    choice = saved_choice(path, precision)
+    if choice is None:
         progress(MEASURING)
         choice = measure(ir_dir, precision, threads=threads)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +101,18 @@ def measured_precision(
         tmp.replace(path)
         log.info("%s", choice.describe())
     return _setting(precision, choice.weights, choice.hint), choice
+
+
+def saved_choice(path: Path, precision: Precision) -> Choice | None:
+    """The choice saved in `path`, or None when there is none to trust: missing or half written, made under another
+    bound, or naming weights `precision` does not run or a hint this CPU does not."""
+    try:
+        saved = json.loads(path.read_text())
+        choice = Choice(weights=saved["weights"], hint=saved["hint"], trials=tuple(Trial(**t) for t in saved["trials"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    usable = choice.hint in hints() and choice.weights in encoder_weights(precision)
+    return choice if usable and saved.get("bound") == AUTO_MAX_ERROR else None
 
 
 def _setting(precision: Precision, weights: str, hint: str) -> Precision:

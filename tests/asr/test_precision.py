@@ -16,6 +16,7 @@ from pipeline.asr.precision import Precision, resolve_precision
 from pipeline.asr.transcribe import transcribe
 from pipeline.cpu import CPU, cpu
 from pipeline.errors import SubtitleError
+from pipeline.tuning import AUTO_MAX_ERROR
 
 SAPPHIRE_RAPIDS = {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"}
 ZEN5 = {"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}
@@ -202,17 +203,40 @@ def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
     model = load_model(ModelOptions(precision="auto", threads=2))
     assert model.precision == precision
     assert load_model(ModelOptions(precision="auto", threads=2)).precision == precision
-    # int8 measures its own weights only; a choice made under another bound, one of weights int8 does not run, or a
-    # file half written, is measured again and written whole
+    # int8 measures its own weights only, when its file is not one to trust (saved_choice's table below)
     int8 = resolve_precision("int8")
-    saved = {**json.loads(choice_file(ir, 2, "auto").read_text()), "weights": "int8", "hint": "f32"}
-    for stale in (json.dumps({**saved, "bound": AUTO_MAX_ERROR / 2}), json.dumps({**saved, "weights": "f16"}), "{"):
-        choice_file(ir, 2, "int8").write_text(stale)
-        said.clear()
-        measured, choice = measured_precision(ir, int8, threads=2, progress=said.append)
-        assert measured.encoder in hints() and measured.encoder_weights is None
-        assert {t.weights for t in choice.trials} == {"int8"}
-        assert said == [MEASURING] and json.loads(choice_file(ir, 2, "int8").read_text())["bound"] == AUTO_MAX_ERROR
+    choice_file(ir, 2, "int8").write_text("{")
+    said.clear()
+    measured, choice = measured_precision(ir, int8, threads=2, progress=said.append)
+    assert measured.encoder in hints() and measured.encoder_weights is None
+    assert {t.weights for t in choice.trials} == {"int8"}
+    assert said == [MEASURING] and json.loads(choice_file(ir, 2, "int8").read_text())["bound"] == AUTO_MAX_ERROR
+
+
+_SAVED = {"weights": "int8", "hint": "f32", "bound": AUTO_MAX_ERROR, "trials": [
+    {"weights": "int8", "hint": "f32", "ms": 350.0, "error": 0.0}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, text, trusted",
+    [("int8", json.dumps(_SAVED), True), ("auto", json.dumps(_SAVED), True),
+     ("auto", json.dumps({**_SAVED, "weights": "f16"}), True),
+     ("int8", json.dumps({**_SAVED, "weights": "f16"}), False),  # weights int8 does not run
+     ("int8", json.dumps({**_SAVED, "bound": AUTO_MAX_ERROR / 2}), False),  # chosen under another bound
+     ("int8", json.dumps({**_SAVED, "hint": "f64"}), False),  # a hint no CPU runs
+     ("int8", json.dumps({k: v for k, v in _SAVED.items() if k != "trials"}), False),
+     ("int8", "{", False), ("int8", "", False), ("int8", None, False)],  # half written, empty, missing
+)  # fmt: skip
+def test_a_saved_choice_is_trusted_only_when_whole_and_made_for_this(name, text, trusted, tmp_path):
+    from pipeline.asr.measured import saved_choice
+
+    path = tmp_path / "choice.json"
+    if text is not None:
+        path.write_text(text)
+    choice = saved_choice(path, resolve_precision(name))
+    assert (choice is not None) == trusted
+    if trusted:
+        assert (choice.weights, choice.hint) == (json.loads(text)["weights"], "f32")
 
 
 @pytest.mark.parametrize(
