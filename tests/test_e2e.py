@@ -153,6 +153,23 @@ def test_cli_errors_are_one_line_with_exit_code_2(args, message, model_cache, tm
     assert len(lines) == 1 and message in lines[0], proc.stderr
 
 
+def test_cli_errors_come_before_the_engine_is_imported(tmp_path):
+    """Bad input is refused in a fraction of a second: torch, whisper and OpenVINO (2 s to import) are not loaded."""
+    clip = str(clip_path(ENGLISH[3]))
+    cases = [["missing.mp4", "-l", "en"], [clip, "--format", "srt,docx"], [clip, "--language", "klingon"],
+             [clip, "--model", "huge"], [clip, "--vad-threshold", "2"]]  # fmt: skip
+    code = (
+        "import sys\nfrom pipeline.__main__ import main\n"
+        f"print([main([*args, '-o', {str(tmp_path)!r}]) for args in {cases!r}])\n"
+        "print(sorted(m for m in ('torch', 'whisper', 'openvino') if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=120
+    )
+    assert proc.stdout.split("\n")[:2] == ["[2, 2, 2, 2, 2]", "[]"], proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_not_a_media_file_is_a_clear_error(ov_model, tmp_path):
     bogus = tmp_path / "notes.mp4"
     bogus.write_text("this is not a video")

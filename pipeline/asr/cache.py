@@ -9,19 +9,15 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import replace
-
-import torch
-from whisper.timing import dtw as whisper_dtw
-from whisper.timing import dtw_cpu
+from typing import TYPE_CHECKING
 
 from pipeline import timings
-from pipeline.asr.compiled import compiled_cache_dir
-from pipeline.asr.measured import measured_precision
-from pipeline.asr.memory import map_large_buffers
-from pipeline.asr.model import OVWhisper
 from pipeline.asr.options import ModelOptions
 from pipeline.asr.precision import resolve_precision
 from pipeline.cpu import cpu
+
+if TYPE_CHECKING:
+    from pipeline.asr.model import OVWhisper
 from pipeline.errors import Cancelled
 from pipeline.timings import timed
 
@@ -31,9 +27,18 @@ log = logging.getLogger("subtitle-generator")
 @timed("model load")
 def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
     """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
-    # imported here: convert/ imports pipeline.errors, so a module-level import would be circular
+    # imported here: convert/ imports pipeline.errors, so a module-level import would be circular; and the engine
+    # (torch, whisper: 1-2 s) only when a model loads, not for a job that fails before it
+    import torch
+    from whisper.timing import dtw as whisper_dtw
+    from whisper.timing import dtw_cpu
+
     from convert.checkpoints import resolve_checkpoint
     from convert.export import ExportOptions, ensure_ir
+    from pipeline.asr.compiled import compiled_cache_dir
+    from pipeline.asr.measured import measured_precision
+    from pipeline.asr.memory import map_large_buffers
+    from pipeline.asr.model import OVWhisper
 
     map_large_buffers()
     precision = resolve_precision(options.precision)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pipeline.asr.languages import LANGUAGES, TO_LANGUAGE_CODE
 from pipeline.asr.precision import resolve_precision
 from pipeline.errors import OptionError
 
@@ -59,8 +60,6 @@ def normalize_language(language: str | None) -> str | None:
     """'auto'/None -> None; 'English'/'en' -> 'en'; anything else is a SubtitleError."""
     if language is None or language.strip().lower() in ("", "auto"):
         return None
-    from whisper.tokenizer import LANGUAGES, TO_LANGUAGE_CODE  # (whisper imports torch: only when a language is given)
-
     code = language.strip().lower()
     code = TO_LANGUAGE_CODE.get(code, code)
     if code not in LANGUAGES:

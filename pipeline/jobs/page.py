@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from whisper.tokenizer import LANGUAGES
-
+from pipeline.asr.languages import LANGUAGES
 from pipeline.asr.precision import resolve_precision
 from pipeline.errors import SubtitleError
 from pipeline.jobs.spec import JobResult, JobSpec, Source, SubtitleText, voices_found

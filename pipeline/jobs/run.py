@@ -46,7 +46,6 @@ from pipeline.jobs.spec import (
     SubtitleText,
 )
 from pipeline.jobs.stream import stream
-from pipeline.jobs.subtitling import subtitle_audio
 from pipeline.media.audio import SAMPLE_RATE, Limits, MediaInfo, check_limits, load_audio, require_audio
 from pipeline.media.download import download
 from pipeline.media.video import PREVIEW_SECONDS, burn, can_mux_mp4, mux_soft, preview
@@ -314,6 +313,9 @@ class _Job:
             precision=spec.model.precision,
             stop=self.stop,
         )
+        # (the engine, torch and whisper, is imported by the model's first load: while ffmpeg decodes the audio)
+        from pipeline.jobs.subtitling import subtitle_audio
+
         audio = audio.result()
         self.audio.pop(i, None)
         following = next((j for j in later if isinstance(spec.inputs[j], Path)), None)

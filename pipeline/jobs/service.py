@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from whisper.tokenizer import LANGUAGES
-
+from pipeline.asr.languages import LANGUAGES
 from pipeline.asr.results import Word
 from pipeline.cpu import usable_cores
 from pipeline.errors import SubtitleError

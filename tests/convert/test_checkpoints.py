@@ -104,3 +104,12 @@ def test_embedded_parts_read_as_one_stream():
     assert len(parts) == 2 and all(p.stat().st_size > 1_000_000 for p in parts)
     head = np.frombuffer(parts[0].read_bytes()[:4], np.uint32)[0]
     assert head in (5, 6)  # CTranslate2 binary version
+
+
+def test_the_openai_checkpoints_are_whispers():
+    """The names and sha256 that resolve without importing whisper are its own download list's."""
+    import whisper
+
+    from convert.checkpoints import OPENAI_CHECKPOINTS
+
+    assert {name: url.split("/")[-2] for name, url in whisper._MODELS.items()} == OPENAI_CHECKPOINTS
