@@ -44,7 +44,7 @@ FLAGS = {"formats": "--format", "language": "--language", "task": "--task", "bea
          "precision": "--precision", "threads": "--threads", "position": "--position", "text_colour": "--text-colour",
          "outline_colour": "--outline-colour", "font_size": "--font-size", "margin": "--margin",
          "preview_seconds": "--preview", "subtitles": "--subtitles", "highlight_colour": "--highlight-colour",
-         "workers": "--workers"}  # fmt: skip
+         "workers": "--workers", "ray": "--ray"}  # fmt: skip
 
 
 class _Defaults(argparse.ArgumentDefaultsHelpFormatter):

@@ -83,7 +83,27 @@ log = logging.getLogger(__name__)
 
 RETRIES = 2  # more tries for an input whose worker died under it
 PLACE_TIMEOUT = 300.0  # seconds for Ray to start every worker (an autoscaling cluster may first add a node)
+REACH_TIMEOUT = 10.0  # seconds for a cluster's address to answer (Ray itself retries an address for minutes)
 _PACKAGES = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2] / "convert")]
+
+
+_CHECK = "check the address (the head's host:port, or ray://host:10001) and that the cluster is up"
+
+
+def reachable(address: str) -> None:
+    """Refuse an address that is not a Ray address or that nothing answers on, in one line and at most
+    REACH_TIMEOUT seconds: ray.init retries such an address for minutes, then fails with a traceback."""
+    import socket
+
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit():
+        raise OptionError(
+            "ray", f"{address!r} is not a Ray address: use auto, the head's host:port, or ray://host:10001"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT).close()
+    except OSError as e:
+        raise SubtitleError(f"Nothing answers at {address} ({e.strerror or e}): {_CHECK}") from e
 
 
 class RayExecutor:
@@ -102,13 +122,19 @@ class RayExecutor:
         # "auto": RAY_ADDRESS when it is set (inside a cluster), else a new local instance, which listens on
         # 127.0.0.1 alone (_local_nodes_on_loopback)
         if self.started:
-            ray.init(
-                address=None if address == "auto" else address,
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level=logging.WARNING,
-                runtime_env={"py_modules": _PACKAGES},  # this code, for nodes that do not have it
-            )
+            if address != "auto":
+                reachable(address)
+            try:
+                ray.init(
+                    address=None if address == "auto" else address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    runtime_env={"py_modules": _PACKAGES},  # this code, for nodes that do not have it
+                )
+            except (ConnectionError, RuntimeError, TimeoutError, ValueError) as e:  # (Ray's words, in one line)
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise SubtitleError(f"Ray could not start or join {address} ({reason}): {_CHECK}") from e
         cpus = ray.cluster_resources().get("CPU", 1.0)
         if workers is not None and workers < 1:
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")

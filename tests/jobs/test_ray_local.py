@@ -63,3 +63,24 @@ def test_a_local_ray_instance_listens_on_loopback_only():
 def _loopback(ip: str) -> bool:
     address = ipaddress.ip_address(ip)
     return (getattr(address, "ipv4_mapped", None) or address).is_loopback  # (::ffff:127.0.0.1: gRPC's dual-stack form)
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [("127.0.0.1:{port}", "error: Nothing answers at 127.0.0.1:{port} (Connection refused): check the address"),
+     ("ray://127.0.0.1:{port}", "error: Nothing answers at ray://127.0.0.1:{port} (Connection refused): check"),
+     ("head-node", "error: --ray: 'head-node' is not a Ray address: use auto, the head's host:port, or ray://")],
+)  # fmt: skip
+def test_a_cluster_address_that_does_not_answer_is_one_line_at_once(address, message, tmp_path):
+    """Ray retries an address nothing answers on for minutes and then prints a traceback: the CLI says it in one
+    line, in seconds, and writes nothing."""
+    from conftest import free_port
+
+    port = free_port()  # (nothing listens there)
+    address, message = address.format(port=port), message.format(port=port)
+    command = [sys.executable, "-m", "pipeline", str(clip_path(ENGLISH[0])), "-o", str(tmp_path / "out")]
+    proc = subprocess.run([*command, "--ray", address], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+    assert not (tmp_path / "out").exists()
