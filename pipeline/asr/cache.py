@@ -46,7 +46,7 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     ir_dir = ensure_ir(checkpoint, ExportOptions(weights=precision.weights), progress)
     threads = options.threads or cpu().cores
     choice = None
-    if precision.weights == "int8":  # the encoder's setting: the fastest on this CPU, measured on first use
+    if precision.measured:  # the encoder's setting: the fastest on this CPU, measured on first use
         precision, choice = measured_precision(ir_dir, precision, threads=threads, progress=progress)
     progress(f"Loading {checkpoint.description} ({precision.name})")
     model = OVWhisper(ir_dir, precision, threads, compiled_cache_dir(precision, threads))

@@ -74,11 +74,6 @@ def hints() -> list[str]:
     return out
 
 
-def encoder_weights(precision: Precision) -> list[str]:
-    """The encoder weights a precision measures: the IR's int8, and for auto also the f16 ones kept beside them."""
-    return [precision.weights] + (["f16"] if precision.name == "auto" else [])
-
-
 def choice_file(ir_dir: Path, threads: int, name: str) -> Path:
     return compiled_dir(f"choice-{ir_dir.name}-{threads}t") / f"encoder-{name}.json"
 
@@ -111,7 +106,7 @@ def saved_choice(path: Path, precision: Precision) -> Choice | None:
         choice = Choice(weights=saved["weights"], hint=saved["hint"], trials=tuple(Trial(**t) for t in saved["trials"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    usable = choice.hint in hints() and choice.weights in encoder_weights(precision)
+    usable = choice.hint in hints() and choice.weights in precision.measured
     return choice if usable and saved.get("bound") == AUTO_MAX_ERROR else None
 
 
@@ -125,7 +120,7 @@ def measure(ir_dir: Path, precision: Precision, *, threads: int) -> Choice:
     """Each weights and hint's encoder timed on a real window, and compared with the same weights' f32 output."""
     mel = speech_window(n_mels=_n_mels(ir_dir))
     trials = []
-    for weights in encoder_weights(precision):
+    for weights in precision.measured:
         reference = None
         for hint in hints():
             try:

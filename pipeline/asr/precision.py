@@ -18,11 +18,12 @@ class Precision:
     decoder: str  # ... of the decoder and aligner (memory-bound: a few tokens per step)
     kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
     encoder_weights: str | None = None  # the encoder's weights when not the IR's: auto's measured choice (measured.py)
+    measured: tuple[str, ...] = ()  # the encoder weights timed on a first load to choose the setting (none: fixed)
 
     @property
     def encoder_xml(self) -> str:
         """The encoder's file in the IR's folder."""
-        from convert.export import encoder_xml  # (the IR's layout; imports torch)
+        from convert.export import encoder_xml  # (the IR's layout)
 
         return encoder_xml(self.weights, self.encoder_weights or self.weights)
 
@@ -47,6 +48,7 @@ def resolve_precision(name: str, info: CPU | None = None) -> Precision:
     return Precision(
         name="auto" if auto else "int8",
         weights="int8",
+        measured=("int8", "f16") if auto else ("int8",),  # (int8 is asked for its memory: its own weights only)
         encoder="bf16" if info.has_amx else "f32",
         decoder="f32",
         kv_cache="f32",

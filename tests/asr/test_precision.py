@@ -24,6 +24,7 @@ ICELAKE = {"avx2", "avx512f", "avx512_vnni"}
 ALDERLAKE = {"avx2", "avx_vnni"}
 HASWELL = {"avx2"}
 OLD = {"sse4_2"}
+AUTO = ("int8", "f16")  # the encoder weights auto times on a first load
 
 
 @pytest.mark.parametrize(
@@ -32,21 +33,37 @@ OLD = {"sse4_2"}
         (
             SAPPHIRE_RAPIDS,
             "auto",
-            Precision(name="auto", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32"),
+            Precision(name="auto", weights="int8", encoder="bf16", decoder="f32", kv_cache="f32", measured=AUTO),
         ),
         (
             ZEN5,
             "auto",
-            Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32"),
+            Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32", measured=AUTO),
         ),  # bf16 without AMX: slower than int8
-        (ICELAKE, "auto", Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
-        (ALDERLAKE, "auto", Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
-        (HASWELL, "auto", Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (
+            ICELAKE,
+            "auto",
+            Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32", measured=AUTO),
+        ),
+        (
+            ALDERLAKE,
+            "auto",
+            Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32", measured=AUTO),
+        ),
+        (
+            HASWELL,
+            "auto",
+            Precision(name="auto", weights="int8", encoder="f32", decoder="f32", kv_cache="f32", measured=AUTO),
+        ),
         (OLD, "auto", Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")),
         (SAPPHIRE_RAPIDS, "f32", Precision(name="f32", weights="f16", encoder="f32", decoder="f32", kv_cache="f32")),
         (SAPPHIRE_RAPIDS, "bf16", Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")),
         (ZEN5, "bf16", Precision(name="bf16", weights="f16", encoder="bf16", decoder="f32", kv_cache="f32")),
-        (HASWELL, "int8", Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32")),
+        (
+            HASWELL,
+            "int8",
+            Precision(name="int8", weights="int8", encoder="f32", decoder="f32", kv_cache="f32", measured=("int8",)),
+        ),
     ],
 )
 def test_precision_by_cpu(flags, name, expected):
