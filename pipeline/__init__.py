@@ -33,7 +33,7 @@ _EXPORTS = {
     "load_audio": "pipeline.media.audio",
     "probe": "pipeline.media.audio",
     "ModelCache": "pipeline.asr.cache",
-    "ModelOptions": "pipeline.asr.model",
+    "ModelOptions": "pipeline.asr.options",
     "OVWhisper": "pipeline.asr.model",
     "load_model": "pipeline.asr.cache",
     "write_outputs": "pipeline.jobs.outputs",
@@ -42,7 +42,7 @@ _EXPORTS = {
     "Word": "pipeline.asr.results",
     "FORMATS": "pipeline.subtitles.write",
     "Segment": "pipeline.asr.results",
-    "TranscribeOptions": "pipeline.asr.transcribe",
+    "TranscribeOptions": "pipeline.asr.options",
     "TranscriptionInfo": "pipeline.asr.results",
     "transcribe": "pipeline.asr.transcribe",
 }

@@ -95,3 +95,17 @@ def test_no_module_is_longer_than_one_sitting():
 
 def test_pipeline_never_imports_gradio():
     assert [m for m, p in MODULES.items() if any(i.split(".")[0] == "gradio" for i in _imports(p))] == []
+
+
+@pytest.mark.parametrize("module", ["app", "pipeline.__main__", "pipeline.jobs.run", "convert.export"])
+def test_the_front_ends_start_without_the_engine(module):
+    """torch, whisper and OpenVINO (2 s to import) come with the first model load, not with the page's or the CLI's
+    start: `import pipeline.X` of a light module must stay light (pipeline/__init__.py's lazy names)."""
+    import subprocess
+    import sys
+
+    code = f"import sys, {module}\nprint(sorted(m for m in ('torch', 'whisper', 'openvino') if m in sys.modules))"
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[-2] == "[]"
