@@ -124,17 +124,26 @@ class RayExecutor:
         if self.started:
             if address != "auto":
                 reachable(address)
-            try:
-                ray.init(
-                    address=None if address == "auto" else address,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    logging_level=logging.WARNING,
-                    runtime_env={"py_modules": _PACKAGES},  # this code, for nodes that do not have it
-                )
-            except (ConnectionError, RuntimeError, TimeoutError, ValueError) as e:  # (Ray's words, in one line)
-                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise SubtitleError(f"Ray could not start or join {address} ({reason}): {_CHECK}") from e
+            # Ray Client starts a server process for each driver; under load one sometimes dies at its start
+            # ("Starting Ray client server failed", "Initialization failure from server"): a second try gets another
+            tries = 2 if address.startswith("ray://") else 1
+            for attempt in range(1, tries + 1):
+                try:
+                    ray.init(
+                        address=None if address == "auto" else address,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        logging_level=logging.WARNING,
+                        runtime_env={"py_modules": _PACKAGES},  # this code, for nodes that do not have it
+                    )
+                    break
+                except (ConnectionError, RuntimeError, TimeoutError, ValueError) as e:  # (Ray's words, one line)
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    if attempt < tries and not isinstance(e, ValueError):
+                        log.warning("Ray could not join %s (%s): trying again", address, reason)
+                        ray.shutdown()
+                        continue
+                    raise SubtitleError(f"Ray could not start or join {address} ({reason}): {_CHECK}") from e
         cpus = ray.cluster_resources().get("CPU", 1.0)
         if workers is not None and workers < 1:
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
