@@ -43,9 +43,8 @@ LONGEST_FIRST = [
     "tests/speakers/test_speaker_cues.py",
     "tests/asr/test_openvino.py",
 ]
-# ... and the Ray tests last, beside the other worker's short modules: their 2-CPU cluster beside another long module
-# would share 2 cores among 4 busy processes
-LAST = ["tests/jobs/test_ray.py"]
+# (The Ray tests then start among the short modules, in path order, half of which are left for the other worker: at the
+# very end they ran alone for 1.5 min; beside a long module their 2-CPU cluster shares 2 cores among 4 busy processes.)
 
 
 @pytest.fixture(scope="session")
@@ -84,9 +83,9 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """The longest test modules first, so that no xdist worker is left with one at the end, and the Ray tests last
-    (`--dist loadfile`: a module runs whole on one worker, its module fixtures once)."""
-    order = {module: i for i, module in enumerate(LONGEST_FIRST)} | {module: len(LONGEST_FIRST) + 1 for module in LAST}
+    """The longest test modules first, so that no xdist worker is left with one at the end (`--dist loadfile`: a
+    module runs whole on one worker, its module fixtures once)."""
+    order = {module: i for i, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
 
 
