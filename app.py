@@ -394,17 +394,17 @@ def main(argv: list[str] | None = None) -> None:
     app = SubtitleApp(runner, choices, options)
     # compile the default model while the page loads, so the first job does not wait for it
     threading.Thread(target=runner.prepare, args=(choices[0][1],), daemon=True).start()
-    # every admitted job enters at once and waits inside for one of the --concurrency slots (Service.admit)
-    limit = concurrency + args.queue_size
-    launch(build_ui(app).queue(default_concurrency_limit=limit, max_size=limit), options, server_name=args.host,
-           server_port=args.port, share=args.share)  # fmt: skip
+    launch(build_ui(app), options, server_name=args.host, server_port=args.port, share=args.share)
 
 
 def launch(demo: gr.Blocks, options: ServerOptions, **kwargs) -> None:
     """Serve the page with the server's bounds: uploads up to the file limit; other requests refused (413) past
     MAX_REQUEST_BYTES, or with a value past MAX_VALUE_BYTES that is not its event's cue table, before Gradio parses
     them; SESSION_MEMORY for the sessions Gradio keeps (each keeps its last values); threads for every job that may
-    wait inside and HANDLER_THREADS more for the page's other handlers."""
+    wait inside and HANDLER_THREADS more for the page's other handlers. Every admitted job enters Gradio's queue at
+    once and waits inside for one of the `concurrency` slots (Service.admit)."""
+    limit = options.concurrency + options.queue_size
+    demo.queue(default_concurrency_limit=limit, max_size=limit)
     tables: dict[int | str, set[int | str]] = {}
     names = {k.lstrip("/"): [p["parameter_name"] for p in v["parameters"]]
              for k, v in demo.get_api_info()["named_endpoints"].items()}  # fmt: skip

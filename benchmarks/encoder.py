@@ -85,7 +85,8 @@ def main() -> None:
     from whisper.audio import log_mel_spectrogram, pad_or_trim
 
     from convert.checkpoints import resolve_checkpoint
-    from convert.export import ExportOptions, ensure_ir
+    from convert.export import ensure_ir
+    from convert.ir_layout import ExportOptions
     from pipeline.media.audio import load_audio
 
     info, core = cpu(), ov.Core()

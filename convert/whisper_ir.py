@@ -1,5 +1,5 @@
-"""openai-whisper's PyTorch modules traced into the IR files that convert/export.py caches (the layout is described
-there): the encoder with every layer's cross-attention keys/values, the stateful decoder and the aligner. torch is
+"""openai-whisper's PyTorch modules traced into the IR files that convert/export.py caches (convert/ir_layout.py
+describes them): the encoder with every layer's cross-attention keys/values, the stateful decoder and the aligner. torch is
 imported here only, so that a cached IR loads without it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from whisper.model import Whisper
 
-from convert.export import EXPORT_VERSION, F16_ENCODER, ExportOptions
+from convert.ir_layout import EXPORT_VERSION, F16_ENCODER, ExportOptions
 
 
 def export(model: Whisper, out: Path, options: ExportOptions = ExportOptions()) -> None:

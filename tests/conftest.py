@@ -242,7 +242,7 @@ def serve_app(ov_model, tmp_path_factory):
         # the media server is on loopback; every test's jobs come from this one address
         app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir, concurrency=2, per_client=40),
     )
-    demo = app.build_ui(subtitler).queue(default_concurrency_limit=42)  # as main() does: all enter, 2 work
+    demo = app.build_ui(subtitler)  # (launch queues it as main() does)
     port = free_port()
     app.launch(demo, subtitler.options, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/", jobs_dir, demo
@@ -254,7 +254,7 @@ class RayHead(NamedTuple):
     client: str  # the Ray Client address, ray://host:port
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # (stopped after its module, not left running beside the worker's next modules)
 def ray_head(model_cache):
     """A Ray cluster of one local node limited to 2 CPUs (`ray start --head`), for the tests of the Ray executor;
     its workers use the session's model cache. Token authentication is on, as on a real cluster: the token is

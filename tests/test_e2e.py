@@ -15,7 +15,8 @@ from conftest import ENGLISH, SPANISH, clip_path, ffmpeg, mute_video, wer
 from whisper.normalizers import BasicTextNormalizer
 
 from convert.checkpoints import Checkpoint, resolve_checkpoint
-from convert.export import EXPORT_VERSION, ensure_ir
+from convert.export import ensure_ir
+from convert.ir_layout import EXPORT_VERSION
 from pipeline import SubtitleError, TranscribeOptions, subtitle_file, timings, transcribe
 from pipeline.media.audio import ffmpeg_exe
 

@@ -34,7 +34,8 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     from whisper.timing import dtw_cpu
 
     from convert.checkpoints import resolve_checkpoint
-    from convert.export import ExportOptions, ensure_ir
+    from convert.export import ensure_ir
+    from convert.ir_layout import ExportOptions
     from pipeline.asr.compiled import compiled_cache_dir
     from pipeline.asr.measured import measured_precision
     from pipeline.asr.memory import map_large_buffers

@@ -13,7 +13,7 @@ class Precision:
     """How one precision is stored and compiled: the IR's weights and each IR's OpenVINO CPU settings."""
 
     name: str  # f32, bf16, int8
-    weights: str  # the IR's weight storage (convert.export.WEIGHTS)
+    weights: str  # the IR's weight storage (convert.ir_layout.WEIGHTS)
     encoder: str  # INFERENCE_PRECISION_HINT of the encoder (compute-bound: 1500 audio positions per window)
     decoder: str  # ... of the decoder and aligner (memory-bound: a few tokens per step)
     kv_cache: str  # KV_CACHE_PRECISION of the decoder's self-attention cache
@@ -23,7 +23,7 @@ class Precision:
     @property
     def encoder_xml(self) -> str:
         """The encoder's file in the IR's folder."""
-        from convert.export import encoder_xml  # (the IR's layout)
+        from convert.ir_layout import encoder_xml
 
         return encoder_xml(self.weights, self.encoder_weights or self.weights)
 

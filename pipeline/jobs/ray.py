@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import queue
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +32,7 @@ from pipeline.files import atomic_path
 from pipeline.jobs.estimate import Countdown, time_left
 from pipeline.jobs.outputs import unique_stem
 from pipeline.jobs.plan import check_job, input_name, start_job
+from pipeline.jobs.ray_connect import join, local_nodes_on_loopback
 from pipeline.jobs.ray_worker import Worker, WorkerCrashed, WorkerFinished
 from pipeline.jobs.run import brought_subtitles
 from pipeline.jobs.spec import (
@@ -53,29 +51,7 @@ from pipeline.jobs.spec import (
 )
 from pipeline.jobs.stream import stream
 
-
-@contextmanager
-def _local_nodes_on_loopback():
-    """Import ray so that a node it starts itself (--ray auto outside a cluster) listens on 127.0.0.1 alone.
-
-    On Linux, ray.init gives a new node the machine's address, even for `_node_ip_address="127.0.0.1"`
-    (services.resolve_ip_for_localhost), and its GCS, raylet, object manager and workers listen on every interface.
-    With RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, the default on macOS and Windows, the node's address is 127.0.0.1, and
-    Ray's servers then listen there only. Ray reads the variable once, when it is imported (_private/ray_constants.py),
-    and hands the node's address to its processes as an argument: it is set for this import alone, no child sees it.
-    Joining a cluster is unchanged, except that a loopback address (127.0.0.1:6379) is dialled as loopback."""
-    key = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-    if key in os.environ or "ray" in sys.modules:  # (the user's choice; or too late: in a Ray worker, say)
-        yield
-        return
-    os.environ[key] = "0"
-    try:
-        yield
-    finally:
-        del os.environ[key]
-
-
-with _local_nodes_on_loopback():
+with local_nodes_on_loopback():
     import ray
     from ray.exceptions import RayActorError
 
@@ -83,27 +59,7 @@ log = logging.getLogger(__name__)
 
 RETRIES = 2  # more tries for an input whose worker died under it
 PLACE_TIMEOUT = 300.0  # seconds for Ray to start every worker (an autoscaling cluster may first add a node)
-REACH_TIMEOUT = 10.0  # seconds for a cluster's address to answer (Ray itself retries an address for minutes)
 _PACKAGES = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2] / "convert")]
-
-
-_CHECK = "check the address (the head's host:port, or ray://host:10001) and that the cluster is up"
-
-
-def reachable(address: str) -> None:
-    """Refuse an address that is not a Ray address or that nothing answers on, in one line and at most
-    REACH_TIMEOUT seconds: ray.init retries such an address for minutes, then fails with a traceback."""
-    import socket
-
-    host, colon, port = address.removeprefix("ray://").rpartition(":")
-    if not colon or not host or not port.isdigit():
-        raise OptionError(
-            "ray", f"{address!r} is not a Ray address: use auto, the head's host:port, or ray://host:10001"
-        )
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT).close()
-    except OSError as e:
-        raise SubtitleError(f"Nothing answers at {address} ({e.strerror or e}): {_CHECK}") from e
 
 
 class RayExecutor:
@@ -120,30 +76,9 @@ class RayExecutor:
         self.retries = retries
         self.started = not ray.is_initialized()
         # "auto": RAY_ADDRESS when it is set (inside a cluster), else a new local instance, which listens on
-        # 127.0.0.1 alone (_local_nodes_on_loopback)
+        # 127.0.0.1 alone (ray_connect.local_nodes_on_loopback)
         if self.started:
-            if address != "auto":
-                reachable(address)
-            # Ray Client starts a server process for each driver; under load one sometimes dies at its start
-            # ("Starting Ray client server failed", "Initialization failure from server"): a second try gets another
-            tries = 2 if address.startswith("ray://") else 1
-            for attempt in range(1, tries + 1):
-                try:
-                    ray.init(
-                        address=None if address == "auto" else address,
-                        include_dashboard=False,
-                        log_to_driver=False,
-                        logging_level=logging.WARNING,
-                        runtime_env={"py_modules": _PACKAGES},  # this code, for nodes that do not have it
-                    )
-                    break
-                except (ConnectionError, RuntimeError, TimeoutError, ValueError) as e:  # (Ray's words, one line)
-                    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                    if attempt < tries and not isinstance(e, ValueError):
-                        log.warning("Ray could not join %s (%s): trying again", address, reason)
-                        ray.shutdown()
-                        continue
-                    raise SubtitleError(f"Ray could not start or join {address} ({reason}): {_CHECK}") from e
+            join(address, runtime_env={"py_modules": _PACKAGES})  # (this code, for nodes that do not have it)
         cpus = ray.cluster_resources().get("CPU", 1.0)
         if workers is not None and workers < 1:
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")

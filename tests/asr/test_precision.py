@@ -194,7 +194,8 @@ def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
     weights and, for auto, the f16 ones kept beside them; the fastest within the bound of its weights in f32 is kept in
     a file beside the compiled blobs, and the next load reads it without measuring."""
     from convert.checkpoints import resolve_checkpoint
-    from convert.export import ExportOptions, ensure_ir
+    from convert.export import ensure_ir
+    from convert.ir_layout import ExportOptions
     from pipeline.asr.measured import MEASURING, choice_file, hints, measured_precision
     from pipeline.tuning import AUTO_MAX_ERROR
 
@@ -217,8 +218,6 @@ def test_auto_measures_the_encoder_once_and_keeps_its_choice(model_cache):
     said.clear()
     assert measured_precision(ir, start, threads=2, progress=said.append) == (precision, choice)
     assert said == []  # read, not measured again
-    model = load_model(ModelOptions(precision="auto", threads=2))
-    assert model.precision == precision
     assert load_model(ModelOptions(precision="auto", threads=2)).precision == precision
     # int8 measures its own weights only, when its file is not one to trust (saved_choice's table below)
     int8 = resolve_precision("int8")
@@ -263,7 +262,7 @@ def test_a_saved_choice_is_trusted_only_when_whole_and_made_for_this(name, text,
 )  # fmt: skip
 def test_the_encoder_file_of_each_weights(ir_weights, weights, expected):
     """An int8 IR keeps f16 encoder weights beside its own; no other IR keeps another encoder."""
-    from convert.export import encoder_xml
+    from convert.ir_layout import encoder_xml
 
     if expected is None:
         with pytest.raises(ValueError):
