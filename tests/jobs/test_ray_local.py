@@ -1,5 +1,4 @@
-"""Ray's absence and a local Ray instance: no cluster of conftest.ray_head, so these run beside the other modules
-rather than in test_ray.py's turn at the end."""
+"""Ray's absence and a local Ray instance: they need no cluster of conftest.ray_head, so they are not in test_ray.py."""
 
 from __future__ import annotations
 
