@@ -247,10 +247,10 @@ def test_cli_subtitles_a_folder_and_a_second_run_resumes(model_cache, manifest, 
     folder_and_resume(model_cache, manifest, tmp_path)  # (and on Ray: test_ray.py)
 
 
-def folder_and_resume(model_cache, manifest, tmp_path, ray: tuple[str, ...] = ()) -> None:
+def folder_and_resume(model_cache, manifest, tmp_path, ray: tuple[str, ...] = (), *, resume: bool = True) -> None:
     """A folder is its media files, recursively; a broken one fails alone (exit 2) and the summary gives its reason.
-    Run again after deleting one output: only that input is transcribed, the others are skipped. `ray`: the CLI's
-    options to run it on a cluster."""
+    Run again after deleting one output (`resume`): only that input is transcribed, the others are skipped. `ray`:
+    the CLI's options to run it on a cluster."""
     archive = tmp_path / "archive"
     (archive / "day2").mkdir(parents=True)
     shutil.copy(clip_path(ENGLISH[0]), archive / f"{ENGLISH[0]}.wav")
@@ -265,6 +265,8 @@ def folder_and_resume(model_cache, manifest, tmp_path, ray: tuple[str, ...] = ()
         "  failed: broken.mp4: broken.mp4 is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …",
     ]
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{c}.srt" for c in ENGLISH[:2])
+    if not resume:
+        return
     kept = (out / f"{ENGLISH[0]}.srt").stat().st_mtime_ns
     (out / f"{ENGLISH[1]}.srt").unlink()
 

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,13 +86,13 @@ def test_the_web_app_sends_its_jobs_to_the_cluster(ray_head, model_cache, manife
         server.wait(timeout=60)
 
 
-def test_cli_subtitles_a_folder_and_a_second_run_resumes_on_ray(ray_head, model_cache, manifest, tmp_path):
+def test_cli_subtitles_a_folder_on_ray(ray_head, model_cache, manifest, tmp_path):
     """test_jobs.py's folder test on a local Ray node, through Ray Client (ray://), with one worker: the other CPU
     runs another test module. (Before the tests of `cluster`: its two workers hold the node's two CPUs while the
-    module runs.)"""
+    module runs. The resume is checked on `cluster`, without a second driver and worker to start.)"""
     from test_jobs import folder_and_resume
 
-    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "1"))
+    folder_and_resume(model_cache, manifest, tmp_path, ("--ray", ray_head.client, "--workers", "1"), resume=False)
 
 
 def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, in_process, manifest, tmp_path):
@@ -107,6 +108,13 @@ def test_four_clips_through_two_workers_give_the_in_process_subtitles(cluster, i
     assert fractions == sorted(fractions) and fractions[-1] > 0.9  # the batch's progress only grows
     assert any(e.left is not None for e in events if isinstance(e, Progress))  # with a time left
     assert len(set(cluster.pids())) == 2
+    # run again after deleting one output: that input alone goes to a worker, the others are skipped
+    kept = (tmp_path / f"{ENGLISH[0]}.srt").stat().st_mtime_ns
+    (tmp_path / f"{ENGLISH[2]}.srt").unlink()
+    events, result = run(cluster, replace(BATCH, overwrite=False), tmp_path)
+    assert [s.index for s in result.skipped] == [0, 1, 3] and not result.failed
+    assert [f.outputs for f in result.files] == [(tmp_path / f"{ENGLISH[2]}.srt",)]
+    assert contents(tmp_path) == in_process and (tmp_path / f"{ENGLISH[0]}.srt").stat().st_mtime_ns == kept
 
 
 def test_videos_and_links_come_back_from_the_workers(cluster, videos, media_server, tmp_path):
