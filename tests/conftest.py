@@ -121,6 +121,16 @@ def ov_model(model_cache):
 
 
 @pytest.fixture(scope="session")
+def auto_model(model_cache):
+    """The IR at auto, as the page and the CLI load it unless told otherwise: compiled once per test process and
+    given to every app of the process (conftest.serve_app), instead of once per app."""
+    from pipeline.asr.cache import load_model
+    from pipeline.asr.options import ModelOptions
+
+    return load_model(ModelOptions())
+
+
+@pytest.fixture(scope="session")
 def audio():
     from pipeline.media.audio import load_audio
 
@@ -221,23 +231,24 @@ def media_server(videos):
 
 
 @pytest.fixture(scope="session")
-def app_server(ov_model, tmp_path_factory):
-    """The web app on a loopback port, sharing the session's compiled model, two jobs at a time.
+def app_server(ov_model, auto_model, tmp_path_factory):
+    """The web app on a loopback port, sharing the session's compiled models, two jobs at a time.
 
     Yields (url, jobs_dir, demo)."""
-    yield from serve_app(ov_model, tmp_path_factory)
+    yield from serve_app(ov_model, auto_model, tmp_path_factory)
 
 
-def serve_app(ov_model, tmp_path_factory):
+def serve_app(ov_model, auto_model, tmp_path_factory):
     """app_server's body, for a module that wants an app of its own (test_browser.py: jobs other modules cancel may
     hold the app's job slots for a while)."""
     import app
     from pipeline.asr.cache import ModelCache
+    from pipeline.asr.precision import resolve_precision
     from pipeline.jobs.executors import InProcess
 
     jobs_dir = tmp_path_factory.mktemp("jobs")
     subtitler = app.SubtitleApp(
-        InProcess(ModelCache(loaded={("base", "f32"): ov_model})),
+        InProcess(ModelCache(loaded={("base", "f32"): ov_model, ("base", resolve_precision("auto").name): auto_model})),
         [("Whisper base (embedded)", "base")],
         # the media server is on loopback; every test's jobs come from this one address
         app.ServerOptions(allow_private_urls=True, jobs_dir=jobs_dir, concurrency=2, per_client=40),

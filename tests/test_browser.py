@@ -44,11 +44,11 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def app_server(ov_model, tmp_path_factory):
+def app_server(ov_model, auto_model, tmp_path_factory):
     """An app of this module's own (conftest.serve_app): its jobs, status lines and slots are this module's alone."""
     from conftest import serve_app
 
-    yield from serve_app(ov_model, tmp_path_factory)
+    yield from serve_app(ov_model, auto_model, tmp_path_factory)
 
 
 @pytest.fixture
