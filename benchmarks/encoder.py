@@ -2,8 +2,8 @@
 
     python benchmarks/encoder.py [--model base] [--threads N] [--passes 8] [--clip tests/data/...]
 
-Then a decoder step under each setting, inside a real greedy decode, and the setting `auto` chose here (the first
-load on a machine measures the encoder's hints: pipeline/asr/measured.py).
+Then a decoder step under each setting, inside a real decode (greedy and with 5 beams, the settings taking turns), and
+the setting `auto` chose here (the first load on a machine measures the encoder's hints: pipeline/asr/measured.py).
 
 The encoder is the floor of our time on CPUs without AVX-512 (0.75-1.7 s a window on 2 AVX2 cores, against
 0.17-0.29 s on AVX-512 ones): every window, re-decode and word timing needs its pass. Each row compiles the encoder IR
@@ -131,8 +131,10 @@ def main() -> None:
 
 
 def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
-    """A decoder step under each setting, inside a real greedy decode of the window (pipeline.timings counts the
-    steps), and whether its tokens are f32's."""
+    """A decoder step under each setting, inside a real decode of the window (pipeline.timings counts the steps),
+    greedy and with 5 beams (the defaults), and whether its tokens are f32's. The settings take turns, round after
+    round, forward then backward (a VM's speed drifts more over a run than the settings differ), and each gives the
+    median of its rounds after the first."""
     from whisper.decoding import DecodingOptions
 
     from pipeline import timings
@@ -146,25 +148,36 @@ def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
             ("int8 weights, bf16", "int8", "bf16", "f32"),
             ("int8 weights, f32, bf16 cache", "int8", "f32", "bf16"),
         ]
-    print()
-    print("| decoder setting | weights | ms per step | / f32 | tokens as f32's |")
-    print("|---|---|---|---|---|")
-    timings.enable()
-    reference = reference_step = None
+    models = {}
     for name, weights, hint, kv in rows:
         precision = Precision(name=name, weights=weights, encoder="f32", decoder=hint, kv_cache=kv)
-        model = OVWhisper(irs[weights], precision, threads, compiled_cache_dir(precision, threads))
-        steps = []
-        for _ in range(max(passes // 2, 1) + 1):
-            before = timings.total("decoder")
-            tokens = model.decode(mel, DecodingOptions(language="en", fp16=False, without_timestamps=True)).tokens
-            seconds, count = (after - earlier for after, earlier in zip(timings.total("decoder"), before))
-            steps.append(seconds / max(count, 1))
-        step = statistics.median(steps[1:])  # (the first decode sets up; not counted)
-        if reference is None:
-            reference, reference_step = tokens, step
-        print(f"| {name} | {weights} | {1000 * step:.1f} | {step / reference_step:.2f} | "
-              f"{'yes' if tokens == reference else 'no'} |", flush=True)  # fmt: skip
+        models[name] = OVWhisper(irs[weights], precision, threads, compiled_cache_dir(precision, threads))
+    modes = {"greedy": None, "5 beams": 5}
+    steps = {(name, mode): [] for name in models for mode in modes}
+    tokens = {}
+    timings.enable()
+    for round_ in range(max(passes // 2, 1) + 1):
+        for name in list(models) if round_ % 2 == 0 else list(models)[::-1]:
+            for mode, beams in modes.items():
+                before = timings.total("decoder")
+                options = DecodingOptions(language="en", fp16=False, without_timestamps=True, beam_size=beams)
+                tokens[name, mode] = models[name].decode(mel, options).tokens
+                seconds, count = (after - earlier for after, earlier in zip(timings.total("decoder"), before))
+                if round_:  # (the first round sets up; not counted)
+                    steps[name, mode].append(seconds / max(count, 1))
+    print()
+    print(
+        "| decoder setting | weights | ms per step, greedy | / f32 | ms per step, 5 beams | / f32 | tokens as f32's |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    first = next(iter(models))
+    for name, weights, _, _ in rows:
+        cells = []
+        for mode in modes:
+            step = statistics.median(steps[name, mode])
+            cells += [f"{1000 * step:.1f}", f"{step / statistics.median(steps[first, mode]):.2f}"]
+        same = all(tokens[name, mode] == tokens[first, mode] for mode in modes)
+        print(f"| {name} | {weights} | {' | '.join(cells)} | {'yes' if same else 'no'} |", flush=True)
 
 
 if __name__ == "__main__":
