@@ -2,7 +2,7 @@
 
     python benchmarks/decode_attention.py [--eval-dir ../shared/eval] [--beam-size 5]
 
-whisper times words (whisper.timing.find_alignment) with a second decoder pass over the window's text alone:
+whisper times words (whisper.timing.find_alignment; ours: pipeline/asr/alignment.py) with a second decoder pass over the window's text alone:
 [start of transcript, language, task, no timestamps, the text tokens, end], no prompt. Reading the alignment heads'
 cross-attention during the decode itself would save that pass (the aligner: 6 % of a default run), but the decode
 sees another sequence: the previous text as a prompt, and timestamp tokens among the words. This measures what that
@@ -32,17 +32,18 @@ def main() -> None:
     p.add_argument("--beam-size", type=int, default=5)
     args = p.parse_args()
 
+    from functools import partial
+
     import openvino as ov
-    import torch
-    from whisper.audio import N_FRAMES, N_SAMPLES
-    from whisper.decoding import DecodingOptions
-    from whisper.timing import TOKENS_PER_SECOND, dtw, find_alignment, median_filter
-    from whisper.tokenizer import get_tokenizer
 
     from benchmarks.speed import recordings
+    from pipeline.asr.alignment import TOKENS_PER_SECOND, dtw, find_alignment, median_filter
     from pipeline.asr.cache import load_model
     from pipeline.asr.inference import bind_cross_kv
+    from pipeline.asr.mel import N_FRAMES, N_SAMPLES
     from pipeline.asr.options import ModelOptions
+    from pipeline.asr.task import DecodingOptions
+    from pipeline.asr.tokenizer import get_tokenizer
     from pipeline.asr.transcribe import window_mel
     from pipeline.cpu import cpu
 
@@ -50,7 +51,7 @@ def main() -> None:
     tokenizer = get_tokenizer(True, num_languages=model.num_languages, language="en", task="transcribe")
     eot = tokenizer.eot
 
-    def word_times(matrix: torch.Tensor, text_tokens: list[int]):
+    def word_times(matrix: np.ndarray, text_tokens: list[int]):
         """whisper.timing.find_alignment's last steps: the DTW path and each word's start and end."""
         text_indices, time_indices = dtw(-matrix)
         words, word_tokens = tokenizer.split_to_word_tokens(text_tokens + [eot])
@@ -59,7 +60,7 @@ def main() -> None:
         jump_times = time_indices[jumps] / TOKENS_PER_SECOND
         return words[:-1], jump_times[boundaries[:-1]], jump_times[boundaries[1:]]
 
-    def in_context(prompt: list[int], tokens: list[int], mel: torch.Tensor):
+    def in_context(prompt: list[int], tokens: list[int], mel: np.ndarray):
         """Word times from the alignment heads' scores over the decode's own sequence."""
         sequence = ([tokenizer.sot_prev, *prompt] if prompt else []) + [*tokenizer.sot_sequence, *tokens, eot]
         sot = sequence.index(tokenizer.sot)
@@ -69,12 +70,14 @@ def main() -> None:
         request.set_tensor("tokens", ov.Tensor(np.asarray([sequence], dtype=np.int64)))
         bind_cross_kv(request, model.encoder(mel[None]), model.dims)
         request.infer()
-        scores = torch.from_numpy(request.get_tensor("alignment_qk").data.copy())[0]  # (heads, tokens, frames)
+        scores = request.get_tensor("alignment_qk").data[0].copy()  # (heads, tokens, frames)
         # as find_alignment: softmax over the frames, normalised over its rows (the start of transcript, the
         # queries, the end), median-filtered, averaged over the heads
         kept = [*range(sot, sot + len(tokenizer.sot_sequence)), *rows, len(sequence) - 1]
-        weights = scores[:, kept, : N_FRAMES // 2].softmax(dim=-1)
-        std, mean = torch.std_mean(weights, dim=-2, keepdim=True, unbiased=False)
+        weights = scores[:, kept, : N_FRAMES // 2]
+        weights = np.exp(weights - weights.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        std, mean = weights.std(axis=-2, keepdims=True), weights.mean(axis=-2, keepdims=True)
         matrix = median_filter((weights - mean) / std, 7).mean(axis=0)[len(tokenizer.sot_sequence) : -1]
         return word_times(matrix, [sequence[i] for i in text])
 
@@ -87,9 +90,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for w in range(len(audio) // N_SAMPLES):
         mel = window_mel(audio[w * N_SAMPLES :], model.dims.n_mels)
-        options = DecodingOptions(language="en", beam_size=args.beam_size, prompt=prompt[-223:] or None, fp16=False)
+        options = DecodingOptions(language="en", beam_size=args.beam_size, prompt=prompt[-223:] or None)
         result = model.decode(mel, options)
-        reference = find_alignment(model, tokenizer, [t for t in result.tokens if t < eot], mel, N_FRAMES)
+        reference = find_alignment(align=partial(model.align, mel), tokenizer=tokenizer,
+                                   text_tokens=[t for t in result.tokens if t < eot], num_frames=N_FRAMES)  # fmt: skip
         words, starts, ends = in_context(prompt[-223:], result.tokens, mel)
         assert [r.word for r in reference] == words
         d = np.array([max(abs(r.start - s), abs(r.end - e)) for r, s, e in zip(reference, starts, ends)])

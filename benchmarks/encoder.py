@@ -81,12 +81,10 @@ def main() -> None:
     p.add_argument("--clip", type=Path, default=ROOT / "tests" / "data" / "en_ls_61-70968-0000.flac")
     args = p.parse_args()
 
-    import torch
-    from whisper.audio import log_mel_spectrogram, pad_or_trim
-
     from convert.checkpoints import resolve_checkpoint
     from convert.export import ensure_ir
     from convert.ir_layout import ExportOptions
+    from pipeline.asr.mel import log_mel_spectrogram, pad_or_trim
     from pipeline.media.audio import load_audio
 
     info, core = cpu(), ov.Core()
@@ -94,8 +92,7 @@ def main() -> None:
     checkpoint = resolve_checkpoint(args.model)
     irs = {w: ensure_ir(checkpoint, ExportOptions(weights=w)) for w in ("f16", "int8")}
     n_mels = 128 if "large-v3" in args.model or "turbo" in args.model else 80
-    audio = torch.from_numpy(pad_or_trim(load_audio(args.clip)))
-    mel = log_mel_spectrogram(audio, n_mels)[None].numpy()
+    mel = log_mel_spectrogram(pad_or_trim(load_audio(args.clip)), n_mels)[None]
     base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": args.threads}
 
     print(f"CPU: {info.describe()}; OpenVINO {ov.get_version()}, capabilities {' '.join(capabilities)}; "
@@ -119,7 +116,7 @@ def main() -> None:
         seconds = streams(compiled, mel, args.passes)
         print(f"| {name}, 2 streams, 2 windows in flight | {weights} | {1000 * seconds:.0f} per window | "
               f"{seconds / reference_time:.2f} | |", flush=True)  # fmt: skip
-    decoder_table(irs, torch.from_numpy(mel[0]), args.threads, args.passes)
+    decoder_table(irs, mel[0], args.threads, args.passes)
     from pipeline.asr.cache import load_model
     from pipeline.asr.options import ModelOptions
 
@@ -135,12 +132,11 @@ def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
     greedy and with 5 beams (the defaults), and whether its tokens are f32's. The settings take turns, round after
     round, forward then backward (a VM's speed drifts more over a run than the settings differ), and each gives the
     median of its rounds after the first."""
-    from whisper.decoding import DecodingOptions
-
     from pipeline import timings
     from pipeline.asr.compiled import compiled_cache_dir
     from pipeline.asr.model import OVWhisper
     from pipeline.asr.precision import Precision
+    from pipeline.asr.task import DecodingOptions
 
     rows = [("f32", "f16", "f32", "f32"), ("int8 weights, f32", "int8", "f32", "f32")]
     if cpu().has_bf16:
@@ -160,7 +156,7 @@ def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
         for name in list(models) if round_ % 2 == 0 else list(models)[::-1]:
             for mode, beams in modes.items():
                 before = timings.total("decoder")
-                options = DecodingOptions(language="en", fp16=False, without_timestamps=True, beam_size=beams)
+                options = DecodingOptions(language="en", without_timestamps=True, beam_size=beams)
                 tokens[name, mode] = models[name].decode(mel, options).tokens
                 seconds, count = (after - earlier for after, earlier in zip(timings.total("decoder"), before))
                 if round_:  # (the first round sets up; not counted)

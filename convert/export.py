@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from convert.ir_layout import EXPORT_VERSION, F16_ENCODER, FILES, ExportOptions
 
 if TYPE_CHECKING:
-    from torch import Tensor, nn
+    from torch import nn
 
     from convert.checkpoints import Checkpoint
 
@@ -55,12 +55,12 @@ def weights_entry(
     xml: str,
     output: str,
     module: Callable[[], nn.Module],
-    example: Tensor,
+    example: tuple[int, ...],
     shape: tuple[int, ...],
 ) -> Path:
     """The cache folder of a small network's IR, keyed by its weights' digest and `version`, holding `xml` (and its
-    .bin): `module()` traced on `example` with a float32 input of `shape` (-1: any size), its output named `output`,
-    written on first use."""
+    .bin): `module()` traced on zeros of shape `example` with a float32 input of `shape` (-1: any size), its output
+    named `output`, written on first use. torch, and whatever `module` imports, only then."""
     import hashlib
 
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
@@ -71,7 +71,7 @@ def weights_entry(
 
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (tracing's warnings are not actionable here)
-            model = ov.convert_model(module(), example_input=example, input=[(shape, ov.Type.f32)])
+            model = ov.convert_model(module(), example_input=torch.zeros(example), input=[(shape, ov.Type.f32)])
         model.outputs[0].get_tensor().set_names({output})
         ov.save_model(model, out / xml, compress_to_fp16=False)
 

@@ -82,6 +82,5 @@ def load_segmentation() -> PyanNet:
 
 def ensure_segmentation_ir() -> Path:
     """The cache folder holding segmentation.xml/.bin, exported on first use (convert.export.cached_entry)."""
-    example = torch.zeros(2, 1, CHUNK)
     return weights_entry("segmentation", WEIGHTS, EXPORT_VERSION, xml="segmentation.xml", output="classes",
-                         module=load_segmentation, example=example, shape=(-1, 1, CHUNK))  # fmt: skip
+                         module=load_segmentation, example=(2, 1, CHUNK), shape=(-1, 1, CHUNK))  # fmt: skip

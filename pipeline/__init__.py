@@ -13,14 +13,13 @@ import os
 
 from pipeline import timings  # noqa: F401  (first: its import time is when the imports began)
 
-# torch (whisper's per-step logit rules, the STFT) and OpenVINO share the cores. After each small op, torch's OpenMP
-# threads spin, waiting for more work, on the cores OpenVINO's next decoder step needs: a greedy int8 step took
-# 6.6 ms in a real decode with them spinning and 4.3 ms without. OpenMP reads this when torch loads it, so it is set
-# before anything imports torch (convert/__init__.py does the same); a user's own setting wins.
+# In a process that exports a model (convert/, torch) and then decodes, torch's OpenMP threads would spin after each
+# op on the cores OpenVINO's decoder steps need. OpenMP reads this when torch loads it, so it is set before anything
+# imports torch (convert/__init__.py does the same); a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# The names below are loaded on first use (PEP 562): `import pipeline.subtitles.check` must not pay for torch,
-# whisper and OpenVINO (1-2 s), which only transcription needs.
+# The names below are loaded on first use (PEP 562): `import pipeline.subtitles.check` must not pay for OpenVINO,
+# which only transcription needs.
 _EXPORTS = {
     "SubtitleError": "pipeline.errors",
     "JobResult": "pipeline.jobs.spec",

@@ -42,10 +42,10 @@ LONGEST_FIRST = [
     "tests/jobs/test_jobs.py",
     "tests/speakers/test_speaker_cues.py",
     "tests/asr/test_openvino.py",
-    "tests/jobs/test_ray.py",
 ]
-# (The Ray module is the longest, but much of it waits on processes starting: it starts once the long modules are
-# under way, and the short modules left fill the other worker beside it. Started last, it ran alone for a minute.)
+# (The Ray tests then start among the short modules, in path order, half of which are left for the other worker: at the
+# very end they ran alone for 1.5 min. Started earlier, beside test_ray_local.py's own Ray instance, that one timed
+# out starting on 2 cores.)
 
 
 @pytest.fixture(scope="session")

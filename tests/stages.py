@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from whisper.decoding import DecodingResult
 
 from pipeline.asr.longform import Decoded
 from pipeline.asr.results import Word
+from pipeline.asr.task import DecodingResult
 from pipeline.asr.vad import SpeechMap
 
 
@@ -21,7 +21,7 @@ def levels(sounds, seconds: float = 100.0, floor: float = -90.0, level: float = 
 
 def result(no_speech: float = 0.1, logprob: float = -0.3, ratio: float = 1.5) -> DecodingResult:
     """A decode's result, as whisper judges it."""
-    return DecodingResult(audio_features=None, language="en", avg_logprob=logprob, no_speech_prob=no_speech,
+    return DecodingResult(language="en", avg_logprob=logprob, no_speech_prob=no_speech,
                           compression_ratio=ratio)  # fmt: skip
 
 

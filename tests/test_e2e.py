@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -169,6 +171,26 @@ def test_cli_errors_come_before_the_engine_is_imported(tmp_path):
     )
     assert proc.stdout.split("\n")[:2] == ["[2, 2, 2, 2, 2]", "[]"], proc.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_job_with_words_and_speakers_never_imports_torch(ov_model, model_cache, tmp_path):
+    """Once the models are exported, a process that transcribes, times every word and finds the speakers imports
+    neither torch, whisper nor numba (about 1.5 s before any work): mel, decoding and word timing are numpy's."""
+    from pipeline.speakers.embeddings import SpeakerEncoder
+
+    SpeakerEncoder()  # (exported in this process first: the job below only loads it)
+    code = (
+        "import sys\nfrom pipeline.__main__ import main\n"
+        f"print(main([{str(clip_path('en_pyannote_call'))!r}, '-o', {str(tmp_path)!r}, '--precision', 'f32',"
+        " '--speakers', '2', '--format', 'json', '--quiet']))\n"
+        "print(sorted(m for m in ('torch', 'whisper', 'numba', 'silero_vad') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+    assert proc.stdout.split("\n")[-3:-1] == ["0", "[]"], proc.stdout + proc.stderr
+    segments = json.loads((tmp_path / "en_pyannote_call.json").read_text())["segments"]
+    assert len([w for s in segments for w in s["words"]]) > 40 and len({s["speaker"] for s in segments}) == 2
 
 
 def test_not_a_media_file_is_a_clear_error(ov_model, tmp_path):

@@ -302,20 +302,6 @@ def test_word_times_of_concurrent_jobs_on_one_model_are_their_own(ov_model, audi
         return [(w.word, w.start, w.end) for s in segments for w in s.words or ()]
 
     alone = {clip: words(clip) for clip in ENGLISH[:2]}
-    seen_by_other_job: list = []
-    handles = []
-    other = threading.Thread(
-        target=lambda: handles.extend(
-            block.cross_attn.register_forward_hook(lambda *args: seen_by_other_job.append(args))
-            for block in ov_model.decoder.blocks
-        )
-    )
-    other.start(), other.join()
-    try:
-        assert words(ENGLISH[0]) == alone[ENGLISH[0]] and seen_by_other_job == []
-    finally:
-        for handle in handles:
-            handle.remove()
     with ThreadPoolExecutor(2) as pool:
         for _ in range(2):
             assert dict(zip(ENGLISH[:2], pool.map(words, ENGLISH[:2]))) == alone

@@ -101,7 +101,10 @@ def test_pipeline_never_imports_gradio():
     ] == []
 
 
-@pytest.mark.parametrize("module", ["app", "pipeline.__main__", "pipeline.jobs.run", "convert.export"])
+@pytest.mark.parametrize(
+    "module",
+    ["app", "pipeline.__main__", "pipeline.jobs.run", "convert.export", "convert.checkpoints", "convert.speaker"],
+)
 def test_the_front_ends_start_without_the_engine(module):
     """torch, whisper and OpenVINO (2 s to import) come with the first model load, not with the page's or the CLI's
     start: `import pipeline.X` of a light module must stay light (pipeline/__init__.py's lazy names)."""

@@ -4,14 +4,14 @@ sequentially and in batches. The benchmark's seeds (7, 11, 13: benchmarks/uttera
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-import torch
 from conftest import DATA
-from whisper.decoding import DecodingOptions
 
 from benchmarks.composition import compose, cues_in, duplicated, generate, load_clips, utterance_report, wer
 from benchmarks.utterances import subtitle
 from pipeline.asr.options import TranscribeOptions
+from pipeline.asr.task import DecodingOptions
 
 SEED = 4  # a 253-s recording: long enough for three 60-s parts side by side
 # Seeds 1 and 3 still lose or delay an utterance (issue 11: quiet speech whisper skips inside a louder window, the
@@ -87,22 +87,22 @@ def test_batched_decoding_costs_at_most_half_a_point_of_wer(decoded):
 def test_windows_in_one_batch_decode_as_they_do_alone(ov_model, audio):
     """Two windows with their own prompts, decoded as one batch with 5 beams, give what each gives alone (whisper's
     DecodingTask takes one prompt and, with beams, one window: pipeline.asr.inference makes it take rows)."""
-    from whisper.audio import log_mel_spectrogram, pad_or_trim
+    from pipeline.asr.mel import log_mel_spectrogram, pad_or_trim
 
-    mels = [log_mel_spectrogram(torch.from_numpy(pad_or_trim(audio(c))), 80) for c in ("en_jfk", "en_ljs_LJ001-0008")]
+    mels = [log_mel_spectrogram(pad_or_trim(audio(c)), 80) for c in ("en_jfk", "en_ljs_LJ001-0008")]
     prompts = [ov_model_tokens(ov_model, t) for t in (" Printing, in the only sense.", " My fellow citizens, hello.")]
     n = min(map(len, prompts))
     prompts = [p[-n:] for p in prompts]
-    options = DecodingOptions(language="en", beam_size=5, fp16=False)
-    batch = ov_model.decode(torch.stack(mels), options.__class__(**{**options.__dict__, "prompt": prompts[0]}),
+    options = DecodingOptions(language="en", beam_size=5)
+    batch = ov_model.decode(np.stack(mels), options.__class__(**{**options.__dict__, "prompt": prompts[0]}),
                             row_prompts=prompts)  # fmt: skip
     for mel, prompt, together in zip(mels, prompts, batch):
-        single = ov_model.decode(mel, DecodingOptions(language="en", beam_size=5, fp16=False, prompt=prompt))
+        single = ov_model.decode(mel, DecodingOptions(language="en", beam_size=5, prompt=prompt))
         assert together.tokens == single.tokens
         assert together.avg_logprob == pytest.approx(single.avg_logprob, abs=1e-3)
 
 
 def ov_model_tokens(model, text: str) -> list[int]:
-    from whisper.tokenizer import get_tokenizer
+    from pipeline.asr.tokenizer import get_tokenizer
 
     return get_tokenizer(model.is_multilingual, num_languages=model.num_languages).encode(text)

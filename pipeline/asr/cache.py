@@ -28,11 +28,7 @@ log = logging.getLogger("subtitle-generator")
 def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: None) -> OVWhisper:
     """Resolve the checkpoint, export it to IR on first use (cached), and compile it."""
     # imported here: convert/ imports pipeline.errors, so a module-level import would be circular; and the engine
-    # (torch, whisper: 1-2 s) only when a model loads, not for a job that fails before it
-    import torch
-    from whisper.timing import dtw as whisper_dtw
-    from whisper.timing import dtw_cpu
-
+    # only when a model loads, not for a job that fails before it
     from convert.checkpoints import resolve_checkpoint
     from convert.export import ensure_ir
     from convert.ir_layout import ExportOptions
@@ -53,10 +49,6 @@ def load_model(options: ModelOptions = ModelOptions(), progress=lambda message: 
     model = OVWhisper(ir_dir, precision, threads, compiled_cache_dir(precision, threads))
     model.choice = choice
     timings.note("precision", f"{precision.name}, " + (choice.describe() if choice else f"encoder {precision.encoder}"))
-    # whisper's word-timing DTW is compiled by numba on first use: pay it here, not in the first job, and once per
-    # machine (numba keeps the compiled function on disk for later processes)
-    dtw_cpu.enable_caching()
-    whisper_dtw(torch.zeros(2, 2))
     return model
 
 

@@ -11,13 +11,12 @@ import re
 from dataclasses import dataclass, replace
 
 import numpy as np
-import torch
-from whisper.audio import HOP_LENGTH, N_SAMPLES_PER_TOKEN
-from whisper.decoding import DecodingOptions, DecodingResult
 
 from pipeline.asr.longform import Decoded
+from pipeline.asr.mel import HOP_LENGTH, N_SAMPLES_PER_TOKEN
 from pipeline.asr.model import OVWhisper
 from pipeline.asr.results import normalized
+from pipeline.asr.task import DecodingOptions, DecodingResult
 from pipeline.asr.vad import SpeechMap
 from pipeline.tuning import LOOP_REPEATS, QUIET_DBFS, SURE_LOGPROB, SURE_NO_SPEECH
 
@@ -37,7 +36,7 @@ class Request:
     """One window for the model: its (padded) mel, whisper's options with the prompt, and whether the voice activity
     detector heard speech in it (if not, whisper is asked cheaply first and must be sure of its text)."""
 
-    mel: torch.Tensor
+    mel: np.ndarray
     options: DecodingOptions
     heard: bool
 
@@ -45,10 +44,10 @@ class Request:
 @dataclass(frozen=True)
 class Answer:
     """whisper's result for a window (None: no speech there), and its mel as the row of the batch the encoder ran
-    on: word timing given this tensor reuses the encoder's output for it (OVWhisper caches it by the tensor)."""
+    on: word timing given this array reuses the encoder's output for it (OVWhisper finds it by its memory)."""
 
     result: DecodingResult | None
-    mel: torch.Tensor
+    mel: np.ndarray
 
 
 def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -> list[Answer]:
@@ -70,7 +69,7 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
         for b in range(0, len(group), options.batch_size):
             rows = group[b : b + options.batch_size]
             prompts = [list(requests[i].options.prompt)[-cut:] if cut else [] for i in rows]
-            mel = requests[rows[0]].mel[None] if len(rows) == 1 else torch.stack([requests[i].mel for i in rows])
+            mel = requests[rows[0]].mel[None] if len(rows) == 1 else np.stack([requests[i].mel for i in rows])
             first = replace(requests[rows[0]].options, prompt=prompts[0] or None, temperature=0.0, best_of=None)
             for i, row, result in zip(rows, mel, model.decode(mel, first, row_prompts=prompts)):
                 mels[i], results[i] = row, result  # (a view of the batch: the encoder's output for it is reused)
@@ -91,7 +90,7 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
     return [Answer(result, mel) for result, mel in zip(results, mels)]
 
 
-def no_speech_prob(model: OVWhisper, mel: torch.Tensor, options: DecodingOptions) -> float:
+def no_speech_prob(model: OVWhisper, mel: np.ndarray, options: DecodingOptions) -> float:
     """whisper's probability that a window holds no speech, from a one-token greedy decode (cheap)."""
     one_token = replace(options, temperature=0.0, beam_size=None, best_of=None, patience=None, sample_len=1)
     return model.decode(mel, one_token).no_speech_prob
@@ -112,7 +111,7 @@ def echoes(tokens: list[int], prompt, eot: int) -> bool:
 
 def decode_with_fallback(
     model: OVWhisper,
-    mel: torch.Tensor,
+    mel: np.ndarray,
     *,
     base: DecodingOptions,
     options,

@@ -174,13 +174,10 @@ def fastest(trials: list[Trial]) -> Trial:
 
 def speech_window(n_mels: int = 80) -> np.ndarray:
     """(1, n_mels, 3000): the log-mel window of the packaged speech clip, padded to 30 s as whisper pads it."""
-    import torch
-    from whisper.audio import log_mel_spectrogram, pad_or_trim
-
+    from pipeline.asr.mel import log_mel_spectrogram, pad_or_trim
     from pipeline.media.audio import load_audio
 
-    audio = torch.from_numpy(pad_or_trim(load_audio(SPEECH)))
-    return log_mel_spectrogram(audio, n_mels)[None].numpy()
+    return log_mel_spectrogram(pad_or_trim(load_audio(SPEECH)), n_mels)[None]
 
 
 def _n_mels(ir_dir: Path) -> int:

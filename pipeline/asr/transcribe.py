@@ -7,26 +7,14 @@ is a generator. With the detector (vad.py) the windows follow the speech through
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import numpy as np
-import torch
-from whisper.audio import (
-    FRAMES_PER_SECOND,
-    HOP_LENGTH,
-    N_FRAMES,
-    N_SAMPLES,
-    N_SAMPLES_PER_TOKEN,
-    SAMPLE_RATE,
-    log_mel_spectrogram,
-    pad_or_trim,
-)
-from whisper.decoding import DecodingOptions
-from whisper.timing import add_word_timestamps
-from whisper.tokenizer import get_tokenizer
 
 from pipeline import timings
+from pipeline.asr.alignment import add_word_timestamps
 from pipeline.asr.decoding import (
     Answer,
     Guard,
@@ -41,9 +29,21 @@ from pipeline.asr.longform import Decoded, frame
 from pipeline.asr.longform.redecode import missed_speech, skipped, split_around, take_new, uncovered
 from pipeline.asr.longform.snap import snap_to_speech
 from pipeline.asr.longform.windows import Window, gains, leveled, off_the_seams, parts, plan_window
+from pipeline.asr.mel import (
+    FRAMES_PER_SECOND,
+    HOP_LENGTH,
+    N_FRAMES,
+    N_SAMPLES,
+    N_SAMPLES_PER_TOKEN,
+    SAMPLE_RATE,
+    log_mel_spectrogram,
+    pad_or_trim,
+)
 from pipeline.asr.model import OVWhisper
 from pipeline.asr.options import TranscribeOptions
 from pipeline.asr.results import Segment, TranscriptionInfo, Word
+from pipeline.asr.task import DecodingOptions
+from pipeline.asr.tokenizer import get_tokenizer
 from pipeline.asr.vad import SpeechMap, VadOptions, speech_map
 from pipeline.errors import SubtitleError
 from pipeline.tuning import LEAD_IN, REDECODES
@@ -107,10 +107,10 @@ def window_audio(audio: np.ndarray, window: Window, speech: SpeechMap | None) ->
     return samples
 
 
-def window_mel(audio: np.ndarray, n_mels: int) -> torch.Tensor:
+def window_mel(audio: np.ndarray, n_mels: int) -> np.ndarray:
     """A window's log-mel spectrogram from its own 30 s of audio, as whisper was trained: its level clamp is the
     window's own, so a whisper is not read against the loudest speech elsewhere."""
-    return log_mel_spectrogram(torch.from_numpy(pad_or_trim(np.ascontiguousarray(audio[:N_SAMPLES]))), n_mels)
+    return log_mel_spectrogram(pad_or_trim(np.ascontiguousarray(audio[:N_SAMPLES])), n_mels)
 
 
 def _segments(
@@ -135,7 +135,6 @@ def _segments(
         best_of=options.best_of,
         patience=options.patience,
         suppress_tokens=options.suppress_tokens,
-        fp16=False,
     )
     streams = [
         _Stream(audio, model, tokenizer=tokenizer, options=options, speech=speech, first=first, last=last)
@@ -278,14 +277,13 @@ class _Stream:
             if text and end > start:
                 found.append({"seek": window.start, "start": start, "end": end, "text": text, "tokens": piece})
         if options.word_timestamps and found:
-            # whisper's own word timing (DTW over the alignment heads' attention); it also tightens start/end.
+            # whisper's word timing (DTW over the alignment heads' attention); it also tightens start/end.
             # answer.mel is a row of the batch the encoder ran on, so the aligner reuses its output
             with timings.stage("word timing"):
                 add_word_timestamps(
                     segments=found,
-                    model=self.model,
+                    align=functools.partial(self.model.align, answer.mel),
                     tokenizer=tokenizer,
-                    mel=answer.mel,
                     num_frames=segment_size,
                     last_speech_timestamp=self.last_speech_timestamp,
                 )

@@ -4,6 +4,7 @@ voices."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -95,12 +96,13 @@ def encoder():
 @pytest.mark.slow
 def test_openvino_embeds_as_pytorch(encoder):
     """The exported IR gives the PyTorch model's embeddings on real speech, windows of several lengths."""
-    from convert.speaker import load_campplus
+    from convert.campplus import load_campplus
+    from convert.speaker import WEIGHTS
 
     audio = load_audio(clip_path("en_ls_2412-153948-0000"))
     spans = [(s, s + 1.6) for s in np.arange(0.0, 8.0, 0.77)] + [(1.0, 1.5), (2.0, 5.0), (0.0, len(audio) / 16000)]
     got = encoder.embed_spans(audio, spans)
-    model = load_campplus()
+    model = load_campplus(WEIGHTS)
     for (start, end), embedding in zip(spans, got):
         window = torch.from_numpy(features(audio[int(start * 16000) : int(end * 16000)]))[None]
         with torch.no_grad():
@@ -146,3 +148,22 @@ def test_embedding_stops_when_told(encoder):
     stop.set()
     with pytest.raises(Stopped):
         encoder.embed_windows(load_audio(clip_path("en_jfk")), [(0.0, 1.6), (1.0, 2.6)], part=0.4, hop=0.2, stop=stop)
+
+
+@pytest.mark.slow
+def test_a_cached_encoder_embeds_without_torch(encoder, model_cache):
+    """With its IR cached (the fixture's), a new process loads the encoder and embeds real speech as this one does,
+    and never imports torch, whisper or numba (issue 52: their start-up is only the export's)."""
+    from test_export import run_fresh
+
+    clip = clip_path("en_jfk")
+    code = (
+        "import json\n"
+        "from pipeline.media.audio import load_audio\n"
+        "from pipeline.speakers.embeddings import SpeakerEncoder\n"
+        f"embedding = SpeakerEncoder(threads=2, precision='f32').embed(load_audio({str(clip)!r}))\n"
+        "print(json.dumps(embedding.tolist()))"
+    )
+    printed, heavy = run_fresh(code, model_cache)
+    assert heavy == []
+    assert np.array(json.loads(printed)) @ encoder.embed(load_audio(clip)) > 0.99999

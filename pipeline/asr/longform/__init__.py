@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from whisper.audio import FRAMES_PER_SECOND
-from whisper.decoding import DecodingResult
-
+from pipeline.asr.mel import FRAMES_PER_SECOND
 from pipeline.asr.results import Word
+from pipeline.asr.task import DecodingResult
 
 
 @dataclass(frozen=True)

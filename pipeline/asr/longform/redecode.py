@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from whisper.audio import FRAMES_PER_SECOND
-
 from pipeline.asr.decoding import FILLERS
 from pipeline.asr.longform import Decoded
+from pipeline.asr.mel import FRAMES_PER_SECOND
 from pipeline.asr.results import normalized
 from pipeline.asr.vad import SpeechMap
 from pipeline.tuning import COVER_SLACK, LEAD_IN, LONG_WORD, MISSED_SPEECH, SKIPPED_SPEECH, SURE_LOGPROB

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from whisper.audio import FRAMES_PER_SECOND, HOP_LENGTH, N_FRAMES
 
 from pipeline.asr.longform import Decoded, frame
+from pipeline.asr.mel import FRAMES_PER_SECOND, HOP_LENGTH, N_FRAMES
 from pipeline.asr.vad import SOUND_BRIDGE, SpeechMap, frame_levels
 from pipeline.tuning import (
     FILL,
