@@ -82,6 +82,8 @@ ENGINES = {
     "faster-whisper f32 beam 5": OTHERS + ["faster-whisper", "float32", "5", "{threads}", "{audio}", "{out}"],
     # (its defaults: beam 5, its own VAD, no timestamps inside a chunk)
     "faster-whisper int8 batched 8": OTHERS + ["faster-whisper", "int8", "5", "{threads}", "{audio}", "{out}", "8"],
+    "faster-whisper int8 batched 8 greedy": OTHERS + ["faster-whisper", "int8", "1", "{threads}", "{audio}", "{out}",
+                                                      "8"],
     "faster-whisper int8 batched 16": OTHERS + ["faster-whisper", "int8", "5", "{threads}", "{audio}", "{out}", "16"],
     "openai-whisper beam 5": OTHERS + ["openai-whisper", "float32", "5", "{threads}", "{audio}", "{out}"],
 }  # fmt: skip
