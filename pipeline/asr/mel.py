@@ -67,8 +67,10 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int) -> np.ndarray:
         return np.zeros((n_mels, 0), np.float32)
     padded = np.pad(audio, N_FFT // 2, mode="reflect")
     frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH][:n_frames]  # (n_frames, N_FFT)
-    spectrum = scipy.fft.rfft(frames * _WINDOW, axis=-1)  # (n_frames, N_FFT // 2 + 1) complex64
-    power = spectrum.real**2 + spectrum.imag**2
+    # in float64, rounded once: a float32 FFT's rounding differs by library and CPU, and a decode through the bf16
+    # encoder tips on differences that small (docs/engine.md, *Determinism*)
+    spectrum = scipy.fft.rfft(frames * _WINDOW.astype(np.float64), axis=-1)  # (n_frames, N_FFT // 2 + 1)
+    power = (spectrum.real**2 + spectrum.imag**2).astype(np.float32)
     mel = np.empty((n_mels, n_frames), np.float32)
     for band, (first, weights) in enumerate(_bands(n_mels)):  # mel_filters(n_mels) @ power.T, band by band
         mel[band] = power[:, first : first + weights.size] @ weights
