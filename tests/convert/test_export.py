@@ -42,12 +42,6 @@ def _find_ir(spec: str, weights: str) -> str:
     )
 
 
-@pytest.mark.slow  # (exports the embedded base at f32 unless the session has: conftest.ov_model's IR)
-def test_the_embedded_models_cached_ir_is_found_without_torch(model_cache):
-    ir = ensure_ir(resolve_checkpoint("base"), ExportOptions(weights="f32"))
-    assert run_fresh(_find_ir("base", "f32"), model_cache) == (str(ir), [])
-
-
 def _pt_file(d: Path) -> str:
     (d / "mine.pt").write_bytes(os.urandom(4096))  # (never read as a checkpoint: its IR is cached)
     return str(d / "mine.pt")

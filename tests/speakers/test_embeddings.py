@@ -4,7 +4,6 @@ voices."""
 from __future__ import annotations
 
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -148,22 +147,3 @@ def test_embedding_stops_when_told(encoder):
     stop.set()
     with pytest.raises(Stopped):
         encoder.embed_windows(load_audio(clip_path("en_jfk")), [(0.0, 1.6), (1.0, 2.6)], part=0.4, hop=0.2, stop=stop)
-
-
-@pytest.mark.slow
-def test_a_cached_encoder_embeds_without_torch(encoder, model_cache):
-    """With its IR cached (the fixture's), a new process loads the encoder and embeds real speech as this one does,
-    and never imports torch, whisper or numba (issue 52: their start-up is only the export's)."""
-    from test_export import run_fresh
-
-    clip = clip_path("en_jfk")
-    code = (
-        "import json\n"
-        "from pipeline.media.audio import load_audio\n"
-        "from pipeline.speakers.embeddings import SpeakerEncoder\n"
-        f"embedding = SpeakerEncoder(threads=2, precision='f32').embed(load_audio({str(clip)!r}))\n"
-        "print(json.dumps(embedding.tolist()))"
-    )
-    printed, heavy = run_fresh(code, model_cache)
-    assert heavy == []
-    assert np.array(json.loads(printed)) @ encoder.embed(load_audio(clip)) > 0.99999
