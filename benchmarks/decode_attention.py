@@ -37,10 +37,10 @@ def main() -> None:
     import openvino as ov
 
     from benchmarks.speed import recordings
-    from pipeline.asr.alignment import TOKENS_PER_SECOND, dtw, find_alignment, median_filter
+    from pipeline.asr.alignment import dtw, find_alignment, median_filter
     from pipeline.asr.cache import load_model
     from pipeline.asr.inference import bind_cross_kv
-    from pipeline.asr.mel import N_FRAMES, N_SAMPLES
+    from pipeline.asr.mel import N_FRAMES, N_SAMPLES, TOKENS_PER_SECOND
     from pipeline.asr.options import ModelOptions
     from pipeline.asr.task import DecodingOptions
     from pipeline.asr.tokenizer import get_tokenizer

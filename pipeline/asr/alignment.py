@@ -18,10 +18,8 @@ from typing import Protocol
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-# whisper.audio's constants (its package imports torch)
-SAMPLE_RATE = 16000
-HOP_LENGTH = 160  # 10 ms of samples between mel frames
-TOKENS_PER_SECOND = SAMPLE_RATE // (HOP_LENGTH * 2)  # 50 audio positions a second (the encoder halves the frames)
+from pipeline.asr.mel import HOP_LENGTH, SAMPLE_RATE, TOKENS_PER_SECOND
+from pipeline.asr.search import softmax
 
 MEDIAN_ROWS = 64  # rows median-filtered at once (bounds the copy that np.partition makes)
 
@@ -120,11 +118,6 @@ def _backtrace(acc: np.ndarray, n: int, m: int) -> np.ndarray:
     return np.array([rows[::-1], cols[::-1]], dtype=np.int64).reshape(2, -1)
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
 def find_alignment(
     *,
     align: Align,
@@ -147,7 +140,7 @@ def find_alignment(
     exps = np.exp(sampled - sampled.max(axis=-1, keepdims=True))
     text_token_probs = (exps[np.arange(len(text_tokens)), text_tokens] / exps.sum(axis=-1)).tolist()
 
-    weights = _softmax(qks[:, :, : num_frames // 2] * np.float32(qk_scale))  # (heads, T, frames / 2)
+    weights = softmax(qks[:, :, : num_frames // 2] * np.float32(qk_scale))  # (heads, T, frames / 2)
     weights = (weights - weights.mean(axis=-2, keepdims=True)) / weights.std(axis=-2, keepdims=True)
     weights = median_filter(weights, medfilt_width)
     matrix = weights.mean(axis=0)[sot:-1]  # (no_timestamps + text tokens, frames / 2)

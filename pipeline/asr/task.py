@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from pipeline.asr.inference import DecoderModel, OVInference
+from pipeline.asr.mel import CHUNK_LENGTH
 from pipeline.asr.search import (
     BeamSearchDecoder,
     GreedyDecoder,
@@ -26,8 +27,6 @@ from pipeline.asr.search import (
     softmax,
 )
 from pipeline.asr.tokenizer import get_tokenizer
-
-CHUNK_LENGTH = 30  # seconds a window holds (whisper.audio's)
 
 
 @dataclass(frozen=True)
