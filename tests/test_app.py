@@ -453,9 +453,10 @@ def test_eight_concurrent_jobs_all_complete_with_their_own_words(app_server, vid
     with ThreadPoolExecutor(10) as pool:
         jobs = pool.map(call, clips)
         # meanwhile, one caller sends the cue checker small tables, then backtracking cells (2 MB bodies, the most a
-        # check takes), and another asks the server for its page every 0.1 s: the cells delay no answer but one by
-        # more than 0.5 s over the answers beside the small tables
-        latencies = {}
+        # check takes), and another asks the server for its page every 0.1 s: the cells take no longer to check than
+        # the small tables, and the page answers as fast beside them (medians: single answers wait on pauses of the
+        # busy process, jobs and all, on some runs by 0.9 s; a regex that backtracked would stall them all)
+        latencies, checked = {}, {}
         for name, cell in (("small tables", "Hi"), ("backtracking cells", "<a" * 499)):
             table = {"headers": ["Start", "End", "Text"], "data": [["00:00:01.000", "00:00:02.000", cell]] * 2000}
             checks: list[float] = []
@@ -464,12 +465,12 @@ def test_eight_concurrent_jobs_all_complete_with_their_own_words(app_server, vid
                 started = time.monotonic()
                 Client(app_server[0], verbose=False).predict(table, api_name="/check_cues")
                 checks.append(time.monotonic() - started)
-            latencies[name] = pinging.result()
+            latencies[name], checked[name] = pinging.result(), max(checks)
             print(f"cue checks of {name}: {max(checks):.2f} s at most; page requests meanwhile: "
                   f"{statistics.median(latencies[name]):.2f} s median, {max(latencies[name]):.2f} s at most")  # fmt: skip
         results = list(jobs)
-    # (the second slowest: one page request in a run may wait on a pause of the busy process, jobs and all)
-    assert sorted(latencies["backtracking cells"])[-2] <= statistics.median(latencies["small tables"]) + 0.5
+    assert checked["backtracking cells"] <= 2 * checked["small tables"] + 1
+    assert statistics.median(latencies["backtracking cells"]) <= statistics.median(latencies["small tables"]) + 0.25
     for clip, got in zip(clips, results):
         assert got["segments"] == alone[clip]["segments"]
         text = " ".join(s["text"].replace("\n", " ") for s in got["segments"])
