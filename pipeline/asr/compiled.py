@@ -13,6 +13,14 @@ from pipeline.asr.precision import Precision
 from pipeline.cpu import cpu
 
 
+def cpu_config(threads: int) -> dict:
+    """What every model of ours is compiled with: latency first, `threads` CPU threads (0: OpenVINO chooses), and no
+    pinning. OpenVINO pins each thread to a core by default, and processes that do not know of each other (Ray workers
+    on one node, a second job's process, the tests' workers) all pin to the first cores: two processes of one thread
+    each took twice as long as one alone (docs/engine.md, Threads and pinning)."""
+    return {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "ENABLE_CPU_PINNING": False}
+
+
 def compiled_cache_dir(precision: Precision, threads: int) -> Path:
     """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
     the precision hint out (a bf16 compile would load the f32 blob of the same IR and crash), and a blob compiled for

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.asr.compiled import compiled_cache_dir, compiled_dir, compiling
+from pipeline.asr.compiled import compiled_cache_dir, compiled_dir, compiling, cpu_config
 from pipeline.asr.precision import Precision
 from pipeline.cpu import cpu
 from pipeline.timings import timed
@@ -146,8 +146,7 @@ def _timed_pass(ir_dir: Path, precision: Precision, *, threads: int, mel: np.nda
 
     core, folder = ov.Core(), compiled_cache_dir(precision, threads)
     core.set_property({"CACHE_DIR": str(folder)})
-    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
-              "INFERENCE_PRECISION_HINT": precision.encoder}  # fmt: skip
+    config = {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision.encoder}
     with compiling(folder):
         compiled = core.compile_model(ir_dir / precision.encoder_xml, "CPU", config)
     seconds, output = median_pass(compiled, mel, passes=AUTO_PASSES)

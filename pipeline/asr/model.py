@@ -16,7 +16,7 @@ import numpy as np
 import openvino as ov
 
 from pipeline import timings
-from pipeline.asr.compiled import compiling
+from pipeline.asr.compiled import compiling, cpu_config
 from pipeline.asr.inference import ModelDimensions, OVInference, bind_cross_kv
 from pipeline.asr.mel import N_FRAMES
 from pipeline.asr.memory import release_free_memory
@@ -40,7 +40,7 @@ class OVWhisper:
         core = ov.Core()
         if compiled_cache is not None:  # compiled blobs on disk: a second process skips compiling
             core.set_property({"CACHE_DIR": str(compiled_cache)})
-        base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}  # 0: OpenVINO chooses
+        base = cpu_config(threads)
 
         def compile_ir(name: str, hint: str, **extra) -> ov.CompiledModel:
             return core.compile_model(ir_dir / name, "CPU", {**base, "INFERENCE_PRECISION_HINT": hint, **extra})

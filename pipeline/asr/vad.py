@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.asr.compiled import cpu_config
 from pipeline.timings import timed
 from pipeline.tuning import (
     LOUDEST_PERCENTILE,
@@ -167,7 +168,7 @@ def _compiled(threads: int):
     (folder,) = importlib.util.find_spec("silero_vad").submodule_search_locations
     core = ov.Core()
     model = core.read_model(Path(folder) / "data" / "silero_vad_16k_sequence.onnx")
-    return core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads})
+    return core.compile_model(model, "CPU", cpu_config(threads))
 
 
 def speech_probabilities(audio: np.ndarray, *, fresh: bool = False, threads: int = 0) -> np.ndarray:

@@ -83,16 +83,12 @@ class SpeakerEncoder:
         import openvino as ov
 
         from convert.speaker import ensure_speaker_ir, pooling_weights
-        from pipeline.asr.compiled import compiled_dir, compiling
+        from pipeline.asr.compiled import compiled_dir, compiling, cpu_config
         from pipeline.cpu import cpu
 
         if precision == "auto":
             precision = "bf16" if cpu().has_bf16 else "f32"
-        config = {
-            "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_NUM_THREADS": threads,
-            "INFERENCE_PRECISION_HINT": precision,
-        }
+        config = {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision}
         ir = ensure_speaker_ir()
         core = ov.Core()  # (compiled blobs on disk, as Whisper's: pipeline.asr.compiled)
         folder = compiled_dir(f"{ir.name}-{precision}-{threads}t")
