@@ -36,6 +36,7 @@ LONGEST_FIRST = [
     "tests/test_safety.py",
     "tests/test_browser.py",
     "tests/test_app.py",
+    "tests/jobs/test_ray.py",
     "tests/media/test_media_table.py",
     "tests/test_e2e.py",
     "tests/asr/test_longform.py",
@@ -43,9 +44,8 @@ LONGEST_FIRST = [
     "tests/speakers/test_speaker_cues.py",
     "tests/asr/test_openvino.py",
 ]
-# (The Ray tests then start among the short modules, in path order, half of which are left for the other worker: at the
-# very end they ran alone for 1.5 min. Started earlier, beside test_ray_local.py's own Ray instance, that one timed
-# out starting on 2 cores.)
+# (test_ray.py's two minutes end long before test_ray_local.py starts its own Ray instance among the short modules, in
+# path order: beside test_ray.py's, it timed out starting on 2 cores. Last in the run, test_ray.py ran alone at the end.)
 
 
 @pytest.fixture(scope="session")
