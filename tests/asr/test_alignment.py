@@ -73,6 +73,8 @@ def test_dtw_with_infinities_and_nan():
         ((6, 40, 150), "float32", 7),
         ((6, 40, 150), "ties", 7),
         ((2, 3, 9, 11), "float64", 3),
+        ((3, 200), "float32", 11),
+        ((40, 60), "ties", 9),
         ((4, 3), "float32", 8),  # even, but too short to be checked
     ],
 )
