@@ -21,7 +21,10 @@ def _glibc():
 
 _GLIBC = _glibc()
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-MMAP_THRESHOLD = 1 << 20
+# Above a decode step's buffers (rows x vocabulary in float32: 1.7 MB for 8 windows greedy, 8.3 MB with 5 beams each),
+# reused from the heap step after step; below a window's (its cross-attention keys and values 37 MB, the aligner's
+# logits 31 MB), mapped and handed back whole (docs/engine.md, Memory)
+MMAP_THRESHOLD = 16 << 20
 
 
 def release_free_memory() -> None:
