@@ -50,12 +50,10 @@ class OVInference:
     The first call runs the prompt once per window (whisper repeats it per beam) and binds the cross-attention keys and
     values; later calls run the newest token, with `beam_idx` copying and reordering the cache (as optimum-intel does)."""
 
-    def __init__(self, model: DecoderModel, initial_token_length: int, sot_index: int = 0):
+    def __init__(self, model: DecoderModel, *, sot_index: int = 0):
         self.model = model
-        self.initial_token_length = initial_token_length
         self.sot_index = sot_index
         self.request = model.decoder.create_infer_request()
-        self.n_layer = model.dims.n_text_layer
         self._started = False
         self._beam_idx: np.ndarray | None = None
         self._expand: np.ndarray | None = None  # after the first call: each row's window (the cache has one row each)

@@ -133,7 +133,7 @@ class OVWhisper:
 
     def logits(self, tokens: np.ndarray, cross_kv: np.ndarray) -> np.ndarray:
         """(B, vocab): the logits after each row's last token, uncached (language detection)."""
-        last, _ = OVInference(self, tokens.shape[-1]).logits(tokens, cross_kv)
+        last, _ = OVInference(self).logits(tokens, cross_kv)
         return last
 
     def detect_language(self, mel_or_cross_kv: np.ndarray, tokenizer=None):

@@ -112,7 +112,7 @@ class DecodingTask:
         self.initial_tokens = self._initial_tokens(sot_sequence)
         self.sample_begin = len(self.initial_tokens)
         self.sot_index = self.initial_tokens.index(tokenizer.sot)
-        self.inference = OVInference(model, len(self.initial_tokens), self.sot_index)
+        self.inference = OVInference(model, sot_index=self.sot_index)
         if options.beam_size is not None:
             self.decoder = BeamSearchDecoder(options.beam_size, tokenizer.eot, self.inference, options.patience)
         elif options.temperature > 0:

@@ -82,8 +82,8 @@ class RayExecutor:
         cpus = ray.cluster_resources().get("CPU", 1.0)
         if workers is not None and workers < 1:
             raise OptionError("workers", "a number of Ray workers, 1 or more, goes with --ray")
-        # two threads a worker by default, half the models in memory (2 workers of 1 thread on 2 cores were no
-        # faster than 1 of 2 while OpenVINO pinned both to the first core: docs/engine.md, Threads and pinning)
+        # two threads a worker by default, half the models in memory (on 2 cores, 2 workers of 1 thread are 1.2x
+        # one of 2 for twice the memory: benchmarks/RESULTS.md, Many machines)
         count = workers or max(1, int(cpus) // 2)
         share = cpus / count  # of the CPUs, for each worker (a fraction when there are more workers than CPUs)
         self._actor = ray.remote(Worker).options(

@@ -44,7 +44,7 @@ def test_decoder_logits_match_pytorch_step_by_step(ov_model, torch_model, audio)
     sot_index = initial.index(tokenizer.sot)
     tokens = torch.tensor([initial])
 
-    inference = OVInference(ov_model, len(initial), sot_index)
+    inference = OVInference(ov_model, sot_index=sot_index)
     cross_kv = ov_model.encoder(mel)
     with torch.no_grad():
         features = torch_model.encoder(torch.from_numpy(mel))
