@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import openvino as ov  # noqa: E402
 
+from pipeline.asr.compiled import cpu_config  # noqa: E402
 from pipeline.asr.measured import median_pass  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 
@@ -93,7 +94,7 @@ def main() -> None:
     irs = {w: ensure_ir(checkpoint, ExportOptions(weights=w)) for w in ("f16", "int8")}
     n_mels = 128 if "large-v3" in args.model or "turbo" in args.model else 80
     mel = log_mel_spectrogram(pad_or_trim(load_audio(args.clip)), n_mels)[None]
-    base = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": args.threads}
+    base = cpu_config(args.threads)  # (what the pipeline compiles with; the rows "pinned" turn pinning on)
 
     print(f"CPU: {info.describe()}; OpenVINO {ov.get_version()}, capabilities {' '.join(capabilities)}; "
           f"{args.threads} threads; {checkpoint.description}; {args.clip.name}, median of {args.passes} passes")  # fmt: skip
@@ -110,8 +111,7 @@ def main() -> None:
         print(f"| {name} | {weights} | {1000 * seconds:.0f} | {seconds / reference_time:.2f} | {error:.1e} |",
               flush=True)  # fmt: skip
     for name, weights in (("f32", "f16"), ("int8 weights, f32", "int8")):
-        throughput = {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": 2, "INFERENCE_NUM_THREADS": args.threads,
-                      "INFERENCE_PRECISION_HINT": "f32"}  # fmt: skip
+        throughput = {**base, "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": 2, "INFERENCE_PRECISION_HINT": "f32"}
         compiled = core.compile_model(irs[weights] / "encoder.xml", "CPU", throughput)
         seconds = streams(compiled, mel, args.passes)
         print(f"| {name}, 2 streams, 2 windows in flight | {weights} | {1000 * seconds:.0f} per window | "

@@ -30,13 +30,13 @@ def one(model: str, threads: int, pinned: bool, passes: int) -> float:
     from convert.checkpoints import resolve_checkpoint
     from convert.export import ensure_ir
     from convert.ir_layout import ExportOptions
+    from pipeline.asr.compiled import cpu_config
     from pipeline.asr.measured import median_pass
     from pipeline.asr.mel import log_mel_spectrogram, pad_or_trim
     from pipeline.media.audio import load_audio
 
     ir = ensure_ir(resolve_checkpoint(model), ExportOptions(weights="f16"))
-    config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "ENABLE_CPU_PINNING": pinned,
-              "INFERENCE_PRECISION_HINT": "f32"}  # fmt: skip
+    config = {**cpu_config(threads), "ENABLE_CPU_PINNING": pinned, "INFERENCE_PRECISION_HINT": "f32"}
     compiled = ov.Core().compile_model(ir / "encoder.xml", "CPU", config)
     mel = log_mel_spectrogram(pad_or_trim(load_audio(CLIP)), 80)[None]
     return 1000 * median_pass(compiled, mel, passes=passes)[0]

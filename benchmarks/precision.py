@@ -34,6 +34,7 @@ import openvino as ov  # noqa: E402
 import torch  # noqa: E402  (bf16 rounding)
 
 from pipeline.asr.cache import load_model  # noqa: E402
+from pipeline.asr.compiled import cpu_config  # noqa: E402
 from pipeline.asr.mel import log_mel_spectrogram, pad_or_trim  # noqa: E402
 from pipeline.asr.model import OVWhisper  # noqa: E402
 from pipeline.asr.options import ModelOptions, TranscribeOptions  # noqa: E402
@@ -78,8 +79,7 @@ class CrossKV(OVWhisper):
         for i in range(self.dims.n_text_layer):
             for name in "kv":
                 ppp.input(f"cross_{name}_{i}").tensor().set_element_type(getattr(ov.Type, setting.cross_kv))
-        config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
-                  "INFERENCE_PRECISION_HINT": setting.precision.decoder,
+        config = {**cpu_config(threads), "INFERENCE_PRECISION_HINT": setting.precision.decoder,
                   "KV_CACHE_PRECISION": setting.precision.kv_cache}  # fmt: skip
         self.step_model = core.compile_model(ppp.build(), "CPU", config)
         self.cross_type = setting.cross_kv

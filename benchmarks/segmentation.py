@@ -34,18 +34,14 @@ class Segmenter:
         import openvino as ov
 
         from convert.segmentation import ensure_segmentation_ir
-        from pipeline.asr.compiled import compiled_dir
+        from pipeline.asr.compiled import compiled_dir, cpu_config
         from pipeline.cpu import cpu
 
         precision = "bf16" if cpu().has_bf16 else "f32"
         ir = ensure_segmentation_ir()
         core = ov.Core()
         core.set_property({"CACHE_DIR": str(compiled_dir(f"{ir.name}-{precision}-{threads}t"))})
-        config = {
-            "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_NUM_THREADS": threads,
-            "INFERENCE_PRECISION_HINT": precision,
-        }
+        config = {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision}
         self.compiled = core.compile_model(ir / "segmentation.xml", "CPU", config)
         self.request = self.compiled.create_infer_request()
 

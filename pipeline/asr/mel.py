@@ -27,7 +27,8 @@ FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 10ms per audio frame
 TOKENS_PER_SECOND = SAMPLE_RATE // N_SAMPLES_PER_TOKEN  # 20ms per audio token
 
 # torch.hann_window(N_FFT), which is periodic: the window of an N_FFT + 1 point Hann without its last point
-_WINDOW = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(N_FFT) / N_FFT)).astype(np.float32)
+# (float64: the FFT runs in float64; its float32 values, as torch's hann_window gives them)
+_WINDOW = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(N_FFT) / N_FFT)).astype(np.float32).astype(np.float64)
 
 
 def pad_or_trim(array: np.ndarray, length: int = N_SAMPLES, *, axis: int = -1) -> np.ndarray:
@@ -69,7 +70,7 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int) -> np.ndarray:
     frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH][:n_frames]  # (n_frames, N_FFT)
     # in float64, rounded once: a float32 FFT's rounding differs by library and CPU, and a decode through the bf16
     # encoder tips on differences that small (docs/engine.md, *Determinism*)
-    spectrum = scipy.fft.rfft(frames * _WINDOW.astype(np.float64), axis=-1)  # (n_frames, N_FFT // 2 + 1)
+    spectrum = scipy.fft.rfft(frames * _WINDOW, axis=-1)  # (n_frames, N_FFT // 2 + 1)
     power = (spectrum.real**2 + spectrum.imag**2).astype(np.float32)
     mel = np.empty((n_mels, n_frames), np.float32)
     for band, (first, weights) in enumerate(_bands(n_mels)):  # mel_filters(n_mels) @ power.T, band by band
