@@ -36,7 +36,6 @@ LONGEST_FIRST = [
     "tests/test_safety.py",
     "tests/test_browser.py",
     "tests/test_app.py",
-    "tests/jobs/test_ray.py",
     "tests/media/test_media_table.py",
     "tests/test_e2e.py",
     "tests/asr/test_longform.py",
@@ -44,8 +43,9 @@ LONGEST_FIRST = [
     "tests/speakers/test_speaker_cues.py",
     "tests/asr/test_openvino.py",
 ]
-# (test_ray.py's two minutes end long before test_ray_local.py starts its own Ray instance among the short modules, in
-# path order: beside test_ray.py's, it timed out starting on 2 cores. Last in the run, test_ray.py ran alone at the end.)
+# (The Ray tests start among the short modules, in path order, and test_ray.py may run alone for the last half minute.
+# Started fifth, its two workers ran beside test_app.py's jobs, whose cancel test once waited past its 120 s; started
+# beside test_ray_local.py's own Ray instance, that one timed out starting on 2 cores.)
 
 
 @pytest.fixture(scope="session")
