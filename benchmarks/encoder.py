@@ -1,9 +1,11 @@
 """The encoder pass under each setting OpenVINO's CPU plugin offers, on the CPU at hand: what to try on a new CPU.
 
     python benchmarks/encoder.py [--model base] [--threads N] [--passes 8] [--clip tests/data/...]
+                                 [--job REC.wav [--job-rounds 3]]
 
-Then a decoder step under each setting, inside a real decode (greedy and with 5 beams, the settings taking turns), and
-the setting `auto` chose here (the first load on a machine measures the encoder's hints: pipeline/asr/measured.py).
+Then a decoder step under each setting, inside a real decode (greedy and with 5 beams, the settings taking turns);
+with --job, inside whole transcriptions of REC (the defaults, the settings taking turns again), where the step runs
+after prompts of up to 224 tokens, with timestamps and fallbacks; and the setting `auto` chose here (the first load on a machine measures the encoder's hints: pipeline/asr/measured.py).
 
 The encoder is the floor of our time on CPUs without AVX-512 (0.75-1.7 s a window on 2 AVX2 cores, against
 0.17-0.29 s on AVX-512 ones): every window, re-decode and word timing needs its pass. Each row compiles the encoder IR
@@ -80,6 +82,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=cpu().cores)
     p.add_argument("--passes", type=int, default=8)
     p.add_argument("--clip", type=Path, default=ROOT / "tests" / "data" / "en_ls_61-70968-0000.flac")
+    p.add_argument("--job", type=Path, help="also time the decoder settings inside a whole transcription of this file")
+    p.add_argument("--job-rounds", type=int, default=3)
     args = p.parse_args()
 
     from convert.checkpoints import resolve_checkpoint
@@ -116,7 +120,9 @@ def main() -> None:
         seconds = streams(compiled, mel, args.passes)
         print(f"| {name}, 2 streams, 2 windows in flight | {weights} | {1000 * seconds:.0f} per window | "
               f"{seconds / reference_time:.2f} | |", flush=True)  # fmt: skip
-    decoder_table(irs, mel[0], args.threads, args.passes)
+    models = decoder_table(irs, mel[0], args.threads, args.passes)
+    if args.job:
+        job_table(models, load_audio(args.job), args.job_rounds)
     from pipeline.asr.cache import load_model
     from pipeline.asr.options import ModelOptions
 
@@ -174,6 +180,36 @@ def decoder_table(irs: dict, mel, threads: int, passes: int) -> None:
             cells += [f"{1000 * step:.1f}", f"{step / statistics.median(steps[first, mode]):.2f}"]
         same = all(tokens[name, mode] == tokens[first, mode] for mode in modes)
         print(f"| {name} | {weights} | {' | '.join(cells)} | {'yes' if same else 'no'} |", flush=True)
+    return models
+
+
+def job_table(models: dict, audio: np.ndarray, rounds: int) -> None:
+    """The same decoder settings inside a whole transcription (the defaults: 5 beams, timestamps, prompts,
+    fallbacks), the settings taking turns round after round: ms per decoder step, decode time, same text."""
+    from pipeline import timings
+    from pipeline.asr.options import TranscribeOptions
+    from pipeline.asr.transcribe import transcribe
+
+    steps, walls, texts = ({name: [] for name in models} for _ in range(3))
+    for round_ in range(rounds):
+        for name in list(models) if round_ % 2 == 0 else list(models)[::-1]:
+            before = timings.total("decoder")
+            started = time.perf_counter()
+            segments, _ = transcribe(audio, models[name], TranscribeOptions(language="en"))
+            texts[name].append(" ".join(s.text for s in segments))
+            walls[name].append(time.perf_counter() - started)
+            seconds, count = (after - earlier for after, earlier in zip(timings.total("decoder"), before))
+            steps[name].append(seconds / max(count, 1))
+    print(f"\nInside a transcription of {audio.size / 16000:.0f} s (defaults), {rounds} rounds taking turns:\n")
+    print("| decoder setting | ms per step, median (range) | / fastest | decode s, median | text as the first's |")
+    print("|---|---|---|---|---|")
+    fastest = min(statistics.median(v) for v in steps.values())
+    first = next(iter(models))
+    for name in models:
+        step = statistics.median(steps[name])
+        print(f"| {name} | {1000 * step:.2f} ({1000 * min(steps[name]):.2f}-{1000 * max(steps[name]):.2f}) | "
+              f"{step / fastest:.2f} | {statistics.median(walls[name]):.1f} | "
+              f"{'yes' if texts[name] == texts[first] else 'no'} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
