@@ -68,7 +68,9 @@ class TimestampRules:
         self.sample_begin = sample_begin
         self.max_initial_timestamp_index = max_initial_timestamp_index
 
-    def apply(self, logits: np.ndarray, tokens: np.ndarray) -> None:
+    def apply(self, logits: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """Applies the rules to `logits` in place; returns their log-softmax as it stands after them (the decoders'
+        next step reads it: one pass over the vocabulary a step instead of two)."""
         begin, eot = self.tokenizer.timestamp_begin, self.tokenizer.eot
         if self.tokenizer.no_timestamps is not None:
             logits[:, self.tokenizer.no_timestamps] = -np.inf
@@ -96,7 +98,11 @@ class TimestampRules:
         peak = times.max(axis=-1)
         with np.errstate(invalid="ignore"):  # (every timestamp suppressed: -inf, as torch's logsumexp gives)
             timestamp_logprob = peak + np.log(np.exp(times - peak[:, None]).sum(axis=-1))
-        logits[timestamp_logprob > logprobs[:, :begin].max(axis=-1), :begin] = -np.inf
+        changed = timestamp_logprob > logprobs[:, :begin].max(axis=-1)
+        if changed.any():
+            logits[changed, :begin] = -np.inf
+            logprobs[changed] = log_softmax(logits[changed])  # (row by row: the same values as the whole array's)
+        return logprobs
 
 
 class GreedyDecoder:
@@ -110,9 +116,12 @@ class GreedyDecoder:
     def next_tokens(self, logits: np.ndarray) -> np.ndarray:
         return logits.argmax(axis=-1)
 
-    def update(self, tokens: np.ndarray, logits: np.ndarray, sum_logprobs: np.ndarray) -> tuple[np.ndarray, bool]:
+    def update(
+        self, tokens: np.ndarray, logits: np.ndarray, sum_logprobs: np.ndarray, logprobs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, bool]:
+        """The next tokens; `logprobs`, when given, is log_softmax(logits) already computed."""
         next_tokens = self.next_tokens(logits)
-        logprobs = log_softmax(logits)
+        logprobs = log_softmax(logits) if logprobs is None else logprobs
         ended = tokens[:, -1] == self.eot
         with np.errstate(invalid="ignore"):
             sum_logprobs += logprobs[np.arange(len(logprobs)), next_tokens] * ~ended
@@ -155,14 +164,16 @@ class BeamSearchDecoder:
     def reset(self) -> None:
         self.finished_sequences = None
 
-    def update(self, tokens: np.ndarray, logits: np.ndarray, sum_logprobs: np.ndarray) -> tuple[np.ndarray, bool]:
+    def update(
+        self, tokens: np.ndarray, logits: np.ndarray, sum_logprobs: np.ndarray, logprobs: np.ndarray | None = None
+    ) -> tuple[np.ndarray, bool]:
         beams = self.beam_size
         if tokens.shape[0] % beams != 0:
             raise ValueError(f"{tokens.shape}[0] % {beams} != 0")
         n_audio = tokens.shape[0] // beams
         if self.finished_sequences is None:
             self.finished_sequences = [{} for _ in range(n_audio)]
-        values, top = top_k(log_softmax(logits), beams + 1)
+        values, top = top_k(log_softmax(logits) if logprobs is None else logprobs, beams + 1)
         scores_of = (sum_logprobs[:, None] + values).tolist()  # float32 sums, as whisper's (a + b).item()
         tokens_of = top.tolist()
         rows = tokens.tolist()

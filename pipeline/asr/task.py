@@ -163,9 +163,10 @@ class DecodingTask:
                 logits, at_sot = self.inference.logits(tokens, cross_kv)
                 if i == 0 and self.tokenizer.no_speech is not None:
                     no_speech_probs = softmax(at_sot)[:, self.tokenizer.no_speech].tolist()
+                logprobs = None  # (the timestamp rules, the last filter, give the log-softmax they computed)
                 for logit_filter in self.logit_filters:
-                    logit_filter.apply(logits, tokens)
-                tokens, completed = self.decoder.update(tokens, logits, sum_logprobs)
+                    logprobs = logit_filter.apply(logits, tokens)
+                tokens, completed = self.decoder.update(tokens, logits, sum_logprobs, logprobs)
                 if completed or tokens.shape[-1] > self.n_ctx:
                     break
         finally:

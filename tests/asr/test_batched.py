@@ -11,7 +11,7 @@ from whisper.decoding import ApplyTimestampRules, BeamSearchDecoder
 from whisper.tokenizer import get_tokenizer
 
 from pipeline.asr.search import BeamSearchDecoder as OurBeamSearch
-from pipeline.asr.search import TimestampRules
+from pipeline.asr.search import TimestampRules, log_softmax
 
 TOKENIZER = get_tokenizer(True, num_languages=99, language="en", task="transcribe")
 BEGIN, EOT = TOKENIZER.timestamp_begin, TOKENIZER.eot
@@ -51,9 +51,12 @@ def test_timestamp_rules_as_whisper(sampled, boost, max_initial):
     theirs = logits(len(sampled), len(sampled[0]), boost)
     ours = theirs.numpy().copy()
     ApplyTimestampRules(TOKENIZER, len(SOT), max_initial).apply(theirs, tokens)
-    TimestampRules(TOKENIZER, len(SOT), max_initial).apply(ours, tokens.numpy())
+    logprobs = TimestampRules(TOKENIZER, len(SOT), max_initial).apply(ours, tokens.numpy())
     assert np.array_equal(ours, theirs.numpy())
     assert np.isinf(ours).any()  # (the rules did mask something)
+    # the log-softmax it hands the decoder is the one the decoder would compute from the masked logits, to the bit,
+    # in rows masked after it was first computed or not
+    assert np.array_equal(logprobs, log_softmax(ours))
 
 
 class Recorder:
