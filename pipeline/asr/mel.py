@@ -12,7 +12,6 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-import scipy.fft
 
 # hard-coded audio hyperparameters (whisper.audio's)
 SAMPLE_RATE = 16000
@@ -70,7 +69,7 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int) -> np.ndarray:
     frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH][:n_frames]  # (n_frames, N_FFT)
     # in float64, rounded once: a float32 FFT's rounding differs by library and CPU, and a decode through the bf16
     # encoder tips on differences that small (docs/engine.md, *Determinism*)
-    spectrum = scipy.fft.rfft(frames * _WINDOW, axis=-1)  # (n_frames, N_FFT // 2 + 1)
+    spectrum = np.fft.rfft(frames * _WINDOW, axis=-1)  # (n_frames, N_FFT // 2 + 1); scipy.fft's, to the bit
     power = (spectrum.real**2 + spectrum.imag**2).astype(np.float32)
     mel = np.empty((n_mels, n_frames), np.float32)
     for band, (first, weights) in enumerate(_bands(n_mels)):  # mel_filters(n_mels) @ power.T, band by band
