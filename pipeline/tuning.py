@@ -143,6 +143,13 @@ TURN_MAX_COUNTED = 1000
 TURN_SENTENCE_GAP = 0.2
 # Windows clustered at most (the rest join the nearest). Larger: memory grows with its square; smaller: voices missed.
 TURN_MAX_CLUSTERED = 3000
+# Where the speaker changes (pipeline/speakers/segmentation.py): s between the starts of segmentation-3.0's 10-s chunks.
+# Larger: fewer chunks agree on a change; smaller: more calls (0.27 s a minute of audio at 5 s).
+SEGMENT_STEP = 5.0
+# Share of the chunks hearing an instant that must see a change there, and s either side a change counts. Larger: a
+# change is missed; smaller: a flicker of one chunk cuts a turn.
+CHANGE_AGREE = 0.5
+CHANGE_WITHIN = 0.05
 
 # --- speaker labels in the cues (pipeline/subtitles/formats.py) ---
 
@@ -244,6 +251,9 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "TURN_MAX_SPEAKERS": (f"{_T}::test_voice_count",),
     "TURN_MIN_WINDOWS": (f"{_T}::test_voice_count",),
     "TURN_MAX_COUNTED": (f"{_T}::test_cluster_of_a_long_recording_is_bounded",),
+    "SEGMENT_STEP": ("tests/speakers/test_changes.py::test_chunks_cover_the_recording",),
+    "CHANGE_AGREE": ("tests/speakers/test_changes.py::test_change_points",),
+    "CHANGE_WITHIN": ("tests/speakers/test_changes.py::test_change_points",),
     "DIALOGUE_LEAD": ("tests/speakers/test_speaker_cues.py::test_shown",),
     "AUTO_PASSES": ("tests/asr/test_precision.py::test_auto_measures_the_encoder_once_and_keeps_its_choice",),
     "AUTO_MAX_ERROR": ("tests/asr/test_precision.py::test_fastest_within_the_error_bound",),

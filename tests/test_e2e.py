@@ -177,8 +177,9 @@ def test_a_job_with_words_and_speakers_never_imports_torch(ov_model, model_cache
     """Once the models are exported, a process that transcribes, times every word and finds the speakers imports
     neither torch, whisper nor numba (about 1.5 s before any work): mel, decoding and word timing are numpy's."""
     from pipeline.speakers.embeddings import SpeakerEncoder
+    from pipeline.speakers.segmentation import Segmenter
 
-    SpeakerEncoder()  # (exported in this process first: the job below only loads it)
+    SpeakerEncoder(), Segmenter()  # (exported in this process first: the job below only loads them)
     code = (
         "import sys\nfrom pipeline.__main__ import main\n"
         f"print(main([{str(clip_path('en_pyannote_call'))!r}, '-o', {str(tmp_path)!r}, '--precision', 'f32',"

@@ -16,6 +16,7 @@ from pipeline.asr.results import Segment, Word
 from pipeline.asr.transcribe import transcribe
 from pipeline.jobs.spec import SubtitleResult
 from pipeline.media.audio import MediaInfo, load_audio, require_audio
+from pipeline.speakers.segmentation import speaker_segmenter
 from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
 from pipeline.subtitles.cues import CJK_LANGUAGES, SENTENCE_END, Cue, CueRules, cues_from_words, in_time_order
 from pipeline.subtitles.formats import clean_cues
@@ -93,7 +94,8 @@ def subtitle_file(
 def _turns_beside(audio: np.ndarray, regions, threads: int, speakers: TurnOptions, stop: threading.Event) -> list[Turn]:
     """speaker_turns on a thread of its own, the encoder loaded there too (its time shows beside the decoding's);
     it gives up between two encoder calls once `stop` is set."""
-    return speaker_turns(audio, regions, speaker_encoder(threads), options=speakers, stop=stop)
+    encoder, segmenter = speaker_encoder(threads), speaker_segmenter(threads)
+    return speaker_turns(audio, regions, encoder, options=speakers, segmenter=segmenter, stop=stop)
 
 
 def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Segment]:

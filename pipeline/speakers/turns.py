@@ -1,4 +1,5 @@
-"""Who speaks when: windows of speech embedded, clustered into voices, turns placed by parts' votes (docs/speakers.md)."""
+"""Who speaks when: windows of speech embedded, clustered into voices, turns placed by parts' votes and cut where
+segmentation-3.0 hears the speaker change (docs/speakers.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from pipeline.errors import OptionError
 from pipeline.speakers.embeddings import Embedded, SpeakerEncoder
+from pipeline.speakers.segmentation import Segmenter, change_points
 from pipeline.tuning import (
     TURN_DISTANCE,
     TURN_MAX_CLUSTERED,
@@ -194,8 +196,7 @@ def turns_of(
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
-    voices = np.stack([embedded.whole[labels == k].mean(axis=0) for k in speakers])
-    voices /= np.linalg.norm(voices, axis=1, keepdims=True)
+    voices = voice_centroids(embedded.whole, labels)
     counts = [len(embedding_windows([region], step)) for region in regions]
     assert sum(counts) == len(spans), "spans are not embedding_windows(regions, step)"
     region_of = np.repeat(np.arange(len(regions)), counts)
@@ -223,8 +224,68 @@ def turns_of(
                 out[-1] = Turn(out[-1].start, end, speaker)
             elif end > start:
                 out.append(Turn(start, end, speaker))
-    order = {speaker: i for i, speaker in enumerate(dict.fromkeys(t.speaker for t in out))}
-    return [Turn(t.start, t.end, order[t.speaker]) for t in out]
+    return _in_order(out)
+
+
+def voice_centroids(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(voices, 192): each label's mean embedding as a unit vector, labels in sorted order."""
+    voices = np.stack([embeddings[labels == k].mean(axis=0) for k in sorted(set(labels.tolist()))])
+    return voices / np.linalg.norm(voices, axis=1, keepdims=True)
+
+
+def _in_order(turns: list[Turn]) -> list[Turn]:
+    """The turns with their speakers numbered in the order they first speak."""
+    order = {speaker: i for i, speaker in enumerate(dict.fromkeys(t.speaker for t in turns))}
+    return [Turn(t.start, t.end, order[t.speaker]) for t in turns]
+
+
+def pieces(regions, cuts: Sequence[float], *, shortest: float = TURN_MIN_RUN) -> list[tuple[float, float]]:
+    """The speech regions cut at `cuts`; a piece shorter than `shortest` joins the one before it (the first one, the
+    one after), as a run under TURN_MIN_RUN does."""
+    cuts, out = sorted(cuts), []
+    for a, b in regions:
+        points = [a, *cuts[bisect.bisect_right(cuts, a) : bisect.bisect_left(cuts, b)], b]
+        mine: list[tuple[float, float]] = []
+        for start, end in zip(points, points[1:]):
+            if mine and end - start < shortest:
+                mine[-1] = (mine[-1][0], end)
+            else:
+                mine.append((start, end))
+        if len(mine) > 1 and mine[0][1] - mine[0][0] < shortest:
+            mine[:2] = [(mine[0][0], mine[1][1])]
+        out += mine
+    return out
+
+
+def cut_at_changes(
+    turns: Sequence[Turn],
+    regions,
+    cuts: Sequence[float],
+    audio: np.ndarray,
+    encoder: SpeakerEncoder,
+    voices: np.ndarray,
+    *,
+    stop: threading.Event | None = None,
+) -> list[Turn]:
+    """The regions cut where the turns change and at `cuts` (where segmentation-3.0 hears a change), each piece
+    given the voice nearest its own embedding: of its middle, a window's length at most, in whole TURN_PARTs (so
+    that pieces share a few lengths, batched in one encoder call each; 8 s at most cost twice as much for the same
+    turns). A window's context mixes the voices on both
+    sides of a change: a call's first short "Hello?" lost to its neighbours' votes stands out alone."""
+    spans = pieces(regions, [*(t.start for t in turns), *(t.end for t in turns), *cuts])
+    if not spans:
+        return []
+    lengths = [min(b - a, TURN_WINDOW) for a, b in spans]
+    lengths = [TURN_PART * int(n / TURN_PART + 1e-9) if n > TURN_PART else n for n in lengths]
+    middles = [((a + b - n) / 2, (a + b + n) / 2) for (a, b), n in zip(spans, lengths)]
+    embedded = encoder.embed_windows(audio, middles, stop=stop).whole
+    out: list[Turn] = []
+    for (a, b), speaker in zip(spans, (embedded @ voices.T).argmax(axis=1).tolist()):
+        if out and out[-1].speaker == speaker and a - out[-1].end < 1e-9:
+            out[-1] = Turn(out[-1].start, round(b, 3), speaker)
+        else:
+            out.append(Turn(round(a, 3), round(b, 3), speaker))
+    return _in_order(out)
 
 
 def stepped(
@@ -316,12 +377,19 @@ def speaker_turns(
     encoder: SpeakerEncoder,
     *,
     options=TurnOptions(),
+    segmenter: Segmenter | None = None,
     stop: threading.Event | None = None,
 ) -> list[Turn]:
-    """Who speaks when in 16-kHz audio whose speech is in `regions`; Stopped once `stop` is set."""
+    """Who speaks when in 16-kHz audio whose speech is in `regions`, cut where `segmenter` hears the speaker change
+    when there are two voices or more; Stopped once `stop` is set."""
     spans = embedding_windows(regions)
     embedded = encoder.embed_windows(audio, spans, part=TURN_PART, hop=TURN_PART_HOP, stop=stop)
-    return turns_of(regions, spans, embedded, cluster_voices(embedded.whole, options.speakers))
+    labels = cluster_voices(embedded.whole, options.speakers)
+    found = turns_of(regions, spans, embedded, labels)
+    if segmenter is None or len({t.speaker for t in found}) < 2:
+        return found
+    cuts = change_points(segmenter.segment(audio, stop=stop))
+    return cut_at_changes(found, regions, cuts, audio, encoder, voice_centroids(embedded.whole, labels), stop=stop)
 
 
 def turn_options(value: str | int | None) -> TurnOptions | None:

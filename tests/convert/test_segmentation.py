@@ -1,4 +1,5 @@
-"""segmentation-3.0 exported to OpenVINO IR (convert/segmentation.py) hears a real call as the PyTorch model does."""
+"""segmentation-3.0 exported to OpenVINO IR (convert/segmentation.py, convert/pyannet.py) hears a real call as
+the PyTorch model does."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ def test_the_ir_gives_the_pytorch_models_speakers():
     import openvino as ov
     import torch
 
-    from convert.segmentation import CHUNK, ensure_segmentation_ir, load_segmentation
+    from convert.pyannet import load_segmentation
+    from convert.segmentation import CHUNK, WEIGHTS, ensure_segmentation_ir
     from pipeline.media.audio import load_audio
 
     audio = load_audio(clip_path("en_pyannote_call"))
     chunks = np.stack([audio[:CHUNK], audio[CHUNK : 2 * CHUNK]])[:, None].astype(np.float32)
     with torch.no_grad():
-        expected = load_segmentation()(torch.from_numpy(chunks)).numpy()
+        expected = load_segmentation(WEIGHTS)(torch.from_numpy(chunks)).numpy()
     compiled = ov.Core().compile_model(ensure_segmentation_ir() / "segmentation.xml", "CPU",
                                        {"INFERENCE_PRECISION_HINT": "f32"})  # fmt: skip
     got = compiled(chunks)[0]

@@ -15,6 +15,7 @@ from pipeline.speakers.turns import (
     cluster_voices,
     embedding_windows,
     merge_short_runs,
+    pieces,
     speaker_turns,
     stepped,
     turns_of,
@@ -38,6 +39,25 @@ from pipeline.speakers.turns import (
 def test_embedding_windows(regions, spans):
     got = embedding_windows(regions)
     assert len(got) == len(spans) and all(g == pytest.approx(s) for g, s in zip(got, spans))
+
+
+@pytest.mark.parametrize(
+    ("regions", "cuts", "expected"),
+    [
+        ([(0.0, 3.0)], [1.0, 2.0], [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]),
+        # cuts in any order; those outside the region or on its edges cut nothing
+        ([(0.0, 3.0)], [2.0, 1.0, 5.0, 0.0, 3.0], [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]),
+        ([(0.0, 3.0)], [1.0, 1.2], [(0.0, 1.2), (1.2, 3.0)]),  # a piece under 0.3 s joins the one before it
+        ([(0.0, 3.0)], [0.2, 1.0], [(0.0, 1.0), (1.0, 3.0)]),  # the first one, the one after
+        ([(0.0, 3.0)], [2.8], [(0.0, 3.0)]),  # the last one, the one before
+        ([(0.0, 0.2)], [0.1], [(0.0, 0.2)]),  # a short region stays whole
+        ([(0.0, 2.0), (2.5, 4.0)], [1.0, 2.2, 3.0], [(0.0, 1.0), (1.0, 2.0), (2.5, 3.0), (3.0, 4.0)]),  # per region
+        ([], [1.0], []),
+    ],
+)
+def test_pieces(regions, cuts, expected):
+    got = pieces(regions, cuts)
+    assert len(got) == len(expected) and all(g == pytest.approx(e) for g, e in zip(got, expected))
 
 
 @pytest.mark.parametrize(
@@ -291,17 +311,25 @@ def test_cluster_of_a_long_recording_is_bounded():
 def test_a_phone_call_of_two_voices_on_one_line():
     """A real call (pyannote.audio's sample): two women through one telephone channel, closer together than voices
     of two recordings ever are. Both are found, and each frame of speech that the reference gives one of them goes
-    to hers (the speakers matched to the voices by the most time in common) in at least 80 % of it."""
+    to hers (the speakers matched to the voices by the most time in common) in at least 95 % of it."""
     from conftest import DATA
 
     from pipeline.asr.vad import VadOptions, speech_map
     from pipeline.media.audio import load_audio
     from pipeline.speakers.embeddings import SpeakerEncoder
+    from pipeline.speakers.segmentation import speaker_segmenter
 
     audio = load_audio(clip_path("en_pyannote_call"))
     regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2))
+    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), segmenter=speaker_segmenter(2))
     assert len({t.speaker for t in turns}) == 2
+
+    def speaker_at(t: float) -> int | None:
+        return next((turn.speaker for turn in turns if turn.start <= t < turn.end), None)
+
+    # the second woman's first "Hello?" (7.55-8.35 s), between two of the first's, is hers: cut out where the
+    # segmentation hears the change, embedded alone (the windows around it mix both voices and gave it to the first)
+    assert speaker_at(6.9) != speaker_at(7.95) != speaker_at(9.0)
 
     frames = int(len(audio) / 160)  # 10 ms
     reference = np.zeros((frames, 2), bool)
@@ -316,4 +344,4 @@ def test_a_phone_call_of_two_voices_on_one_line():
     alone = reference.sum(axis=1) == 1  # (overlapped speech is not scored)
     common = reference[alone].T.astype(int) @ ours[alone].astype(int)  # voice x speaker: frames in common
     right = max(common[0, 0] + common[1, 1], common[0, 1] + common[1, 0])
-    assert right / alone.sum() >= 0.80, f"{right / alone.sum():.0%} of the speech went to its speaker"
+    assert right / alone.sum() >= 0.95, f"{right / alone.sum():.0%} of the speech went to its speaker"

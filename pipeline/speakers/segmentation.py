@@ -1,0 +1,103 @@
+"""Where the speaker changes, frame by frame: pyannote's segmentation-3.0 (convert/segmentation.py, MIT) on OpenVINO.
+
+It hears 10-s chunks and says, every 17 ms, which of up to three local speakers talk. Its local speakers are not
+used as voices (it often gives two of ours one label); the instants where the set of talkers changes, agreed on by
+the chunks that cover them, cut the turns (pipeline/speakers/turns.py, `cut_at_changes`; docs/speakers.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from pipeline.speakers.embeddings import Stopped
+from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, SEGMENT_STEP
+
+RATE = 16000
+SEGMENT_BATCH = 8  # chunks a call
+CHUNK = 10 * RATE  # samples the model hears at once
+HOP = 270 / RATE  # s between its frames
+CENTRE = 991 / 2 / RATE  # s from a frame's start to the middle of what it hears
+# the powerset classes as the chunk's three speakers: nobody, 1, 2, 3, 1 and 2, 1 and 3, 2 and 3
+POWERSET = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [1, 0, 1], [0, 1, 1]], np.float32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Segmented:
+    starts: np.ndarray  # (C,): each chunk's first frame on the recording's grid of HOP
+    active: np.ndarray  # (C, frames, 3): who of the chunk's own three speakers speaks, 0 or 1
+    frames: int  # the recording's frames
+
+
+class Segmenter:
+    """segmentation-3.0 compiled for this CPU (bf16 where native, as the speaker encoder)."""
+
+    def __init__(self, threads: int = 0):
+        import openvino as ov
+
+        from convert.segmentation import ensure_segmentation_ir
+        from pipeline.asr.compiled import compiled_dir, compiling, cpu_config
+        from pipeline.cpu import cpu
+
+        precision = "bf16" if cpu().has_bf16 else "f32"
+        ir = ensure_segmentation_ir()
+        core = ov.Core()
+        folder = compiled_dir(f"{ir.name}-{precision}-{threads}t")
+        core.set_property({"CACHE_DIR": str(folder)})
+        with compiling(folder):
+            self.compiled = core.compile_model(
+                ir / "segmentation.xml", "CPU", {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision}
+            )
+        self._requests = threading.local()
+
+    def segment(
+        self, audio: np.ndarray, *, step: float = SEGMENT_STEP, stop: threading.Event | None = None
+    ) -> Segmented:
+        """The chunks every `step` seconds (the last one ending with the audio; a shorter recording padded);
+        Stopped before a call once `stop` is set."""
+        if not hasattr(self._requests, "request"):
+            self._requests.request = self.compiled.create_infer_request()
+        request = self._requests.request
+        n = len(audio)
+        starts = list(range(0, max(n - CHUNK, 0) + 1, int(step * RATE)))
+        if starts[-1] + CHUNK < n:
+            starts.append(n - CHUNK)
+        active = []
+        for i in range(0, len(starts), SEGMENT_BATCH):
+            if stop is not None and stop.is_set():
+                raise Stopped("speaker turns no longer wanted")
+            batch = np.zeros((len(starts[i : i + SEGMENT_BATCH]), 1, CHUNK), np.float32)
+            for row, start in enumerate(starts[i : i + SEGMENT_BATCH]):
+                piece = audio[start : start + CHUNK]
+                batch[row, 0, : len(piece)] = piece
+            request.infer({0: batch})
+            active.append(POWERSET[request.get_output_tensor(0).data.argmax(axis=-1)])
+        at = np.round(np.array(starts) / RATE / HOP).astype(int)
+        frames = int(np.ceil(n / RATE / HOP)) + 1
+        return Segmented(starts=at, active=np.concatenate(active), frames=frames)
+
+
+@cache
+def speaker_segmenter(threads: int = 0) -> Segmenter:
+    """One compiled segmenter per thread count, for the life of the process."""
+    return Segmenter(threads)
+
+
+def change_points(segmented: Segmented) -> list[float]:
+    """Seconds where the set of talkers changes (one starts or stops) in at least `CHANGE_AGREE` of the chunks that
+    hear it (away from their edges), within `CHANGE_WITHIN` s; a run of such frames is one change, at its middle."""
+    frames, near = segmented.frames, max(int(round(CHANGE_WITHIN / HOP)), 0)
+    hits, heard = np.zeros(frames), np.zeros(frames)
+    for first, active in zip(segmented.starts.tolist(), segmented.active):
+        last = min(first + len(active), frames)
+        changed = np.zeros(last - first, bool)
+        for f in np.flatnonzero((np.diff(active[: last - first], axis=0) != 0).any(axis=1)) + 1:
+            changed[max(f - near, 0) : f + near + 1] = True
+        hits[first:last] += changed
+        heard[first + near : last - near] += 1  # (a change at a chunk's edge is not heard whole)
+    agreed = np.r_[False, hits >= CHANGE_AGREE * np.maximum(heard, 1), False] & np.r_[False, heard > 0, False]
+    edges = np.flatnonzero(np.diff(agreed.astype(np.int8)))
+    return [round(((a + b - 1) / 2) * HOP + CENTRE, 3) for a, b in zip(edges[::2], edges[1::2])]

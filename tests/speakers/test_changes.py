@@ -1,0 +1,69 @@
+"""Where the speaker changes (pipeline/speakers/segmentation.py): change points agreed on by the chunks of
+segmentation-3.0 that hear them, from tables; and the model itself on a real phone call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DATA, clip_path
+
+from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, change_points
+
+
+def _chunks(frames: int, *chunks) -> Segmented:
+    """A recording of `frames` frames heard by chunks of (first frame, [(speaker, first, last) runs], length)."""
+    starts, active = [], []
+    for first, runs, length in chunks:
+        a = np.zeros((length, 3), np.float32)
+        for speaker, s, e in runs:
+            a[s:e, speaker] = 1
+        starts.append(first)
+        active.append(a)
+    longest = max(len(a) for a in active)
+    active = [np.pad(a, ((0, longest - len(a)), (0, 0))) for a in active]
+    return Segmented(starts=np.array(starts), active=np.stack(active), frames=frames)
+
+
+def _at(frame: float) -> float:
+    return round(frame * HOP + CENTRE, 3)
+
+
+@pytest.mark.parametrize(
+    ("segmented", "expected"),
+    [
+        # one chunk: speaker 0 until frame 100, speaker 1 from there: one change, at frame 100
+        (_chunks(300, (0, [(0, 10, 100), (1, 100, 250)], 300)), [10, 100, 250]),
+        # two chunks agree (a frame apart: within CHANGE_WITHIN): one change between them
+        (_chunks(300, (0, [(0, 10, 100), (1, 100, 250)], 300), (0, [(2, 10, 101), (0, 101, 250)], 300)),
+         [10, 100.5, 250]),
+        # one of two chunks sees a change the other does not: half of them is enough
+        (_chunks(300, (0, [(0, 10, 250)], 300), (0, [(1, 10, 100), (2, 100, 250)], 300)), [10, 100, 250]),
+        # one of three does not
+        (_chunks(300, (0, [(0, 10, 250)], 300), (0, [(0, 10, 250)], 300), (0, [(1, 10, 100), (2, 100, 250)], 300)),
+         [10, 250]),
+        # a change in a chunk's first or last frames is not heard whole: only the chunks around it count
+        (_chunks(600, (0, [(0, 0, 299)], 300), (200, [(0, 0, 99), (1, 99, 300)], 300)), [299]),
+        (_chunks(100, (0, [], 100)), []),  # nobody speaks
+    ],
+)  # fmt: skip
+def test_change_points(segmented, expected):
+    assert change_points(segmented) == [_at(f) for f in expected]
+
+
+@pytest.mark.slow
+def test_chunks_cover_the_recording():
+    """segmentation-3.0 on a real call: chunks every SEGMENT_STEP, the last ending with the audio, and a change
+    found at each edge of the second woman's first "Hello?" (7.55-8.35 s in the reference's RTTM)."""
+    from pipeline.media.audio import load_audio
+    from pipeline.speakers.segmentation import CHUNK, RATE, speaker_segmenter
+    from pipeline.tuning import SEGMENT_STEP
+
+    audio = load_audio(clip_path("en_pyannote_call"))
+    segmented = speaker_segmenter(2).segment(audio)
+    step = round(SEGMENT_STEP / HOP)
+    assert np.abs(np.diff(segmented.starts) - step).max() <= 1
+    assert abs(segmented.starts[-1] * HOP - (len(audio) - CHUNK) / RATE) <= HOP  # (the last ends with it)
+    cuts = np.array(change_points(segmented))
+    hello = [float(x) for x in (DATA / "en_pyannote_call_turns.rttm").read_text().split("\n")[1].split()[3:5]]
+    for edge in (hello[0], hello[0] + hello[1]):
+        assert np.abs(cuts - edge).min() < 0.15, f"no change found near {edge} s: {cuts.round(2).tolist()}"
