@@ -409,11 +409,13 @@ def main() -> None:
         for run in runs:
             started = time.perf_counter()
             labels = turns.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
-            found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
+            found = turns.turns_of(regions, spans, embedded, labels, step=args.step, ordered=False)
             if len({t.speaker for t in found}) > 1:  # (cut where the speaker changes, as speaker_turns does)
-                cuts = change_points(segmenter.segment(rec.audio))
+                cuts = change_points(segmenter.segment(rec.audio, regions=regions))
                 voices = turns.voice_centroids(embeddings, labels)
                 found = turns.cut_at_changes(found, regions, cuts, rec.audio, encoder, voices)
+            else:
+                found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
             run.turns_time += took + time.perf_counter() - started
             if args.overlap:
                 started = time.perf_counter()

@@ -8,6 +8,7 @@ the chunks that cover them, cut the turns (pipeline/speakers/turns.py, `cut_at_c
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -17,7 +18,7 @@ from pipeline.speakers.embeddings import Stopped
 from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, SEGMENT_STEP
 
 RATE = 16000
-SEGMENT_BATCH = 8  # chunks a call
+SEGMENT_BATCH = 4  # chunks a call (its SincNet layer holds 50 MB a chunk)
 CHUNK = 10 * RATE  # samples the model hears at once
 HOP = 270 / RATE  # s between its frames
 CENTRE = 991 / 2 / RATE  # s from a frame's start to the middle of what it hears
@@ -54,10 +55,15 @@ class Segmenter:
         self._requests = threading.local()
 
     def segment(
-        self, audio: np.ndarray, *, step: float = SEGMENT_STEP, stop: threading.Event | None = None
+        self,
+        audio: np.ndarray,
+        *,
+        step: float = SEGMENT_STEP,
+        regions: Sequence[tuple[float, float]] | None = None,
+        stop: threading.Event | None = None,
     ) -> Segmented:
-        """The chunks every `step` seconds (the last one ending with the audio; a shorter recording padded);
-        Stopped before a call once `stop` is set."""
+        """The chunks every `step` seconds (the last one ending with the audio; a shorter recording padded), those
+        holding none of the speech `regions` (seconds) left out; Stopped before a call once `stop` is set."""
         if not hasattr(self._requests, "request"):
             self._requests.request = self.compiled.create_infer_request()
         request = self._requests.request
@@ -65,6 +71,8 @@ class Segmenter:
         starts = list(range(0, max(n - CHUNK, 0) + 1, int(step * RATE)))
         if starts[-1] + CHUNK < n:
             starts.append(n - CHUNK)
+        if regions is not None:
+            starts = [s for s in starts if any(a * RATE < s + CHUNK and s < b * RATE for a, b in regions)] or starts[:1]
         active = []
         for i in range(0, len(starts), SEGMENT_BATCH):
             if stop is not None and stop.is_set():

@@ -190,9 +190,11 @@ def turns_of(
     step: float = TURN_STEP,
     resolution: float = TURN_RESOLUTION,
     min_run: float = TURN_MIN_RUN,
+    ordered: bool = True,
 ) -> list[Turn]:
     """The speech regions cut where the speaker changes: each part of a window (`spans`) votes for the voices (means
-    of `labels`) for its middle half, a step goes to its best mean vote, runs under `min_run` join a neighbour."""
+    of `labels`) for its middle half, a step goes to its best mean vote, runs under `min_run` join a neighbour.
+    Speakers are numbered in the order they first speak, or (not `ordered`) by their labels."""
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
@@ -224,7 +226,7 @@ def turns_of(
                 out[-1] = Turn(out[-1].start, end, speaker)
             elif end > start:
                 out.append(Turn(start, end, speaker))
-    return _in_order(out)
+    return _in_order(out) if ordered else out
 
 
 def voice_centroids(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -267,20 +269,24 @@ def cut_at_changes(
     *,
     stop: threading.Event | None = None,
 ) -> list[Turn]:
-    """The regions cut where the turns change and at `cuts` (where segmentation-3.0 hears a change), each piece
-    given the voice nearest its own embedding: of its middle, a window's length at most, in whole TURN_PARTs (so
-    that pieces share a few lengths, batched in one encoder call each; 8 s at most cost twice as much for the same
-    turns). A window's context mixes the voices on both
-    sides of a change: a call's first short "Hello?" lost to its neighbours' votes stands out alone."""
+    """`turns` (their speakers the rows of `voices`) cut at `cuts`, where segmentation-3.0 hears a change: each
+    piece of a turn so cut is given the voice nearest its own embedding (of its middle, a window's length at most, in
+    whole TURN_PARTs, so that pieces share a few lengths, batched in one encoder call each). A window's context mixes
+    the voices on both sides of a change: a call's first short "Hello?" lost to its neighbours' votes stands out
+    alone. Speakers are then numbered in the order they first speak."""
     spans = pieces(regions, [*(t.start for t in turns), *(t.end for t in turns), *cuts])
-    if not spans:
-        return []
-    lengths = [min(b - a, TURN_WINDOW) for a, b in spans]
+    whole = {(t.start, t.end): t.speaker for t in turns}
+    speakers = [whole.get((round(a, 3), round(b, 3))) for a, b in spans]
+    cut = [i for i, speaker in enumerate(speakers) if speaker is None]
+    lengths = [min(spans[i][1] - spans[i][0], TURN_WINDOW) for i in cut]
     lengths = [TURN_PART * int(n / TURN_PART + 1e-9) if n > TURN_PART else n for n in lengths]
-    middles = [((a + b - n) / 2, (a + b + n) / 2) for (a, b), n in zip(spans, lengths)]
-    embedded = encoder.embed_windows(audio, middles, stop=stop).whole
+    middles = [((spans[i][0] + spans[i][1] - n) / 2, (spans[i][0] + spans[i][1] + n) / 2) for i, n in zip(cut, lengths)]
+    if cut:
+        nearest = (encoder.embed_windows(audio, middles, stop=stop).whole @ voices.T).argmax(axis=1).tolist()
+        for i, speaker in zip(cut, nearest):
+            speakers[i] = speaker
     out: list[Turn] = []
-    for (a, b), speaker in zip(spans, (embedded @ voices.T).argmax(axis=1).tolist()):
+    for (a, b), speaker in zip(spans, speakers):
         if out and out[-1].speaker == speaker and a - out[-1].end < 1e-9:
             out[-1] = Turn(out[-1].start, round(b, 3), speaker)
         else:
@@ -385,10 +391,10 @@ def speaker_turns(
     spans = embedding_windows(regions)
     embedded = encoder.embed_windows(audio, spans, part=TURN_PART, hop=TURN_PART_HOP, stop=stop)
     labels = cluster_voices(embedded.whole, options.speakers)
-    found = turns_of(regions, spans, embedded, labels)
+    found = turns_of(regions, spans, embedded, labels, ordered=False)
     if segmenter is None or len({t.speaker for t in found}) < 2:
-        return found
-    cuts = change_points(segmenter.segment(audio, stop=stop))
+        return _in_order(found)
+    cuts = change_points(segmenter.segment(audio, regions=regions, stop=stop))
     return cut_at_changes(found, regions, cuts, audio, encoder, voice_centroids(embedded.whole, labels), stop=stop)
 
 

@@ -52,8 +52,8 @@ def test_change_points(segmented, expected):
 
 @pytest.mark.slow
 def test_chunks_cover_the_recording():
-    """segmentation-3.0 on a real call: chunks every SEGMENT_STEP, the last ending with the audio, and a change
-    found at each edge of the second woman's first "Hello?" (7.55-8.35 s in the reference's RTTM)."""
+    """segmentation-3.0 on a real call: chunks every SEGMENT_STEP, the last ending with the audio, none without
+    speech, and a change found at each edge of the second woman's first "Hello?" (7.55-8.35 s in the reference's RTTM)."""
     from pipeline.media.audio import load_audio
     from pipeline.speakers.segmentation import CHUNK, RATE, speaker_segmenter
     from pipeline.tuning import SEGMENT_STEP
@@ -63,6 +63,8 @@ def test_chunks_cover_the_recording():
     step = round(SEGMENT_STEP / HOP)
     assert np.abs(np.diff(segmented.starts) - step).max() <= 1
     assert abs(segmented.starts[-1] * HOP - (len(audio) - CHUNK) / RATE) <= HOP  # (the last ends with it)
+    only = speaker_segmenter(2).segment(audio, regions=[(0.0, 4.0)])  # (chunks holding no speech are left out)
+    assert only.starts.tolist() == [0]
     cuts = np.array(change_points(segmented))
     hello = [float(x) for x in (DATA / "en_pyannote_call_turns.rttm").read_text().split("\n")[1].split()[3:5]]
     for edge in (hello[0], hello[0] + hello[1]):
