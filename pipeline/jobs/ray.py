@@ -53,7 +53,7 @@ from pipeline.jobs.stream import stream
 
 with local_nodes_on_loopback():
     import ray
-    from ray.exceptions import RayActorError
+    from ray.exceptions import ActorUnavailableError, RayActorError
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,8 @@ class RayExecutor:
         ray.get([w.prepare.remote(model, precision) for w in self.workers])
 
     def pids(self) -> list[int]:
-        """The workers' process ids (on their nodes)."""
-        return ray.get([w.pid.remote() for w in self.workers])
+        """The workers' process ids (on their nodes), waiting for a worker Ray is restarting."""
+        return [_pid_when_up(w, PLACE_TIMEOUT) for w in self.workers]
 
     def close(self) -> None:
         for _ in self._threads:
@@ -161,9 +161,22 @@ class RayExecutor:
     def _revive(self, k: int) -> None:
         """Wait for Ray to restart worker k (it reloads its model on its next input); a new one if it cannot."""
         try:
-            ray.get(self.workers[k].pid.remote(), timeout=300)
+            _pid_when_up(self.workers[k], PLACE_TIMEOUT)
         except (RayActorError, ray.exceptions.GetTimeoutError):
             self.workers[k] = self._actor.remote(self._options)
+
+
+def _pid_when_up(worker, timeout: float) -> int:
+    """The worker's process id once it answers. While Ray restarts it, a call fails at once with
+    ActorUnavailableError rather than waiting: asked again until `timeout`; a worker dead for good raises."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return ray.get(worker.pid.remote(), timeout=max(deadline - time.monotonic(), 0.1))
+        except ActorUnavailableError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
 
 
 class _Batch:
