@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, Segmenter  # noqa: F401 (speakers.py's import)
+from pipeline.speakers.segmentation import CENTRE, HOP, Segmented
 
 
 def with_overlap(turns, segmented: Segmented, speakers: int) -> list:

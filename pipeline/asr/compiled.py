@@ -48,3 +48,17 @@ def compiling(folder: Path) -> Iterator[None]:
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def compile_small(xml: Path, *, threads: int, precision: str = "auto"):
+    """One of our small models (the speaker encoder, the segmentation model) compiled for this CPU, its blobs cached
+    under the IR's folder name, hint and thread count: "auto" is bf16 where the CPU has it natively, f32 elsewhere."""
+    import openvino as ov
+
+    if precision == "auto":
+        precision = "bf16" if cpu().has_bf16 else "f32"
+    core = ov.Core()
+    folder = compiled_dir(f"{xml.parent.name}-{precision}-{threads}t")
+    core.set_property({"CACHE_DIR": str(folder)})
+    with compiling(folder):
+        return core.compile_model(xml, "CPU", {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision})

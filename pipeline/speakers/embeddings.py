@@ -80,21 +80,10 @@ class SpeakerEncoder:
     numpy. "auto" is bf16 on a CPU with native bf16, f32 elsewhere (docs/speakers.md, *The encoder*)."""
 
     def __init__(self, threads: int = 0, precision: str = "auto"):
-        import openvino as ov
-
         from convert.speaker import ensure_speaker_ir, pooling_weights
-        from pipeline.asr.compiled import compiled_dir, compiling, cpu_config
-        from pipeline.cpu import cpu
+        from pipeline.asr.compiled import compile_small
 
-        if precision == "auto":
-            precision = "bf16" if cpu().has_bf16 else "f32"
-        config = {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision}
-        ir = ensure_speaker_ir()
-        core = ov.Core()  # (compiled blobs on disk, as Whisper's: pipeline.asr.compiled)
-        folder = compiled_dir(f"{ir.name}-{precision}-{threads}t")
-        core.set_property({"CACHE_DIR": str(folder)})
-        with compiling(folder):
-            self.compiled = core.compile_model(ir / "speaker.xml", "CPU", config)
+        self.compiled = compile_small(ensure_speaker_ir() / "speaker.xml", threads=threads, precision=precision)
         self.weight, self.mean, self.deviation = pooling_weights()
         self._requests = threading.local()
 

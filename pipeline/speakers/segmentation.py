@@ -7,6 +7,7 @@ the chunks that cover them, cut the turns (pipeline/speakers/turns.py, `cut_at_c
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,21 +38,10 @@ class Segmenter:
     """segmentation-3.0 compiled for this CPU (bf16 where native, as the speaker encoder)."""
 
     def __init__(self, threads: int = 0):
-        import openvino as ov
-
         from convert.segmentation import ensure_segmentation_ir
-        from pipeline.asr.compiled import compiled_dir, compiling, cpu_config
-        from pipeline.cpu import cpu
+        from pipeline.asr.compiled import compile_small
 
-        precision = "bf16" if cpu().has_bf16 else "f32"
-        ir = ensure_segmentation_ir()
-        core = ov.Core()
-        folder = compiled_dir(f"{ir.name}-{precision}-{threads}t")
-        core.set_property({"CACHE_DIR": str(folder)})
-        with compiling(folder):
-            self.compiled = core.compile_model(
-                ir / "segmentation.xml", "CPU", {**cpu_config(threads), "INFERENCE_PRECISION_HINT": precision}
-            )
+        self.compiled = compile_small(ensure_segmentation_ir() / "segmentation.xml", threads=threads)
         self._requests = threading.local()
 
     def segment(
@@ -71,8 +61,9 @@ class Segmenter:
         starts = list(range(0, max(n - CHUNK, 0) + 1, int(step * RATE)))
         if starts[-1] + CHUNK < n:
             starts.append(n - CHUNK)
-        if regions is not None:
-            starts = [s for s in starts if any(a * RATE < s + CHUNK and s < b * RATE for a, b in regions)] or starts[:1]
+        if regions is not None:  # (regions are sorted and disjoint: the first ending after a chunk's start decides)
+            ends = [b * RATE for _, b in regions]
+            starts = [s for s in starts if _heard(regions, ends, s)] or starts[:1]
         active = []
         for i in range(0, len(starts), SEGMENT_BATCH):
             if stop is not None and stop.is_set():
@@ -86,6 +77,12 @@ class Segmenter:
         at = np.round(np.array(starts) / RATE / HOP).astype(int)
         frames = int(np.ceil(n / RATE / HOP)) + 1
         return Segmented(starts=at, active=np.concatenate(active), frames=frames)
+
+
+def _heard(regions: Sequence[tuple[float, float]], ends: list[float], start: int) -> bool:
+    """Whether the chunk starting at sample `start` holds any of the speech `regions` (ends: theirs in samples)."""
+    i = bisect.bisect_right(ends, start)
+    return i < len(regions) and regions[i][0] * RATE < start + CHUNK
 
 
 @cache
