@@ -67,7 +67,7 @@ from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
 from pipeline.speakers import turns  # noqa: E402
 from pipeline.speakers.embeddings import SpeakerEncoder  # noqa: E402
-from pipeline.speakers.segmentation import Segmenter, change_points  # noqa: E402
+from pipeline.speakers.segmentation import Segmenter, change_points, chunk_voices  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
 
 DEV_SEEDS = tuple(range(1, 11))
@@ -402,16 +402,19 @@ def main() -> None:
         spans = turns.embedding_windows(regions, args.step)
         embedded = encoder.embed_windows(rec.audio, spans, part=TURN_PART, hop=TURN_PART_HOP)
         embeddings = embedded.whole
+        apart.append(separation(rec, spans, embeddings))
+        given = count = len(rec.voices) if args.given else None
+        segmented = segmenter.segment(rec.audio, regions=regions) if spans else None
+        if count is None and segmented is not None:  # (at least the most voices a chunk hears, as speaker_turns)
+            count = chunk_voices(segmented, rec.audio, encoder, more_than=turns.voice_count(embeddings))
         took = time.perf_counter() - started
         embed_time += took
-        apart.append(separation(rec, spans, embeddings))
-        count = len(rec.voices) if args.given else None
         for run in runs:
             started = time.perf_counter()
             labels = turns.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
             found = turns.turns_of(regions, spans, embedded, labels, step=args.step, ordered=False)
             if len({t.speaker for t in found}) > 1:  # (cut where the speaker changes, as speaker_turns does)
-                cuts = change_points(segmenter.segment(rec.audio, regions=regions))
+                cuts = change_points(segmented)
                 voices = turns.voice_centroids(embeddings, labels)
                 found = turns.cut_at_changes(found, regions, cuts, rec.audio, encoder, voices)
             else:
@@ -423,7 +426,7 @@ def main() -> None:
                 overlap_time += time.perf_counter() - started
             if defaults and not args.overlap and rec is recs[0] and run is runs[0]:  # (what the pipeline does)
                 pipeline = turns.speaker_turns(
-                    rec.audio, regions, encoder, options=turns.TurnOptions(count), segmenter=segmenter
+                    rec.audio, regions, encoder, options=turns.TurnOptions(given), segmenter=segmenter
                 )
                 assert pipeline == found, "the benchmark's steps differ from speaker_turns at the defaults"
             reference, hypothesis, uem = annotations(rec, found)
@@ -457,7 +460,7 @@ def main() -> None:
     turns_time = runs[0].turns_time
     clustering = (turns_time - embed_time) / minutes
     print(f"\nPer minute of audio: detector {vad_time / minutes:.2f} s; turns {turns_time / minutes:.2f} s "
-          f"(embedding {embed_time / minutes:.2f} s, clustering and placing {clustering:.3f} s)"
+          f"(embedding, segmentation and count {embed_time / minutes:.2f} s, clustering and placing {clustering:.3f} s)"
           + (f"; segmentation-3.0 {overlap_time / minutes:.2f} s" if args.overlap else ""))  # fmt: skip
     apart = [a for a in apart if a is not None]
     if apart:
@@ -518,6 +521,21 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
               f"{100 * parts['missed detection'] / total:.1f} % | {100 * parts['false alarm'] / total:.1f} % | "
               f"{100 * parts['confusion'] / total:.1f} % | {100 * skipped['diarization error rate']:.1f} % | "
               f"{100 * skipped['correct'] / skipped['total']:.0f} % |")  # fmt: skip
+    groups = {"AMI, development": [r for r in recs if r.name.startswith(("dev", "trn", "tst")) and r.name not in
+                                   REAL_HELD_OUT],
+              "AMI, held out": [r for r in recs if r.name in REAL_HELD_OUT]}  # fmt: skip
+    groups["AMI"] = groups["AMI, development"] + groups["AMI, held out"]
+    rows = [(name, group) for name, group in groups.items() if group]
+    if rows:
+        print("\n| recordings | DER | missed | false alarm | confusion | count right | within 1 |")
+        print("|---|---|---|---|---|---|---|")
+    for name, group in rows:
+        total = {k: sum(run.parts[r.name][0][k] for r in group)
+                 for k in ("total", "missed detection", "false alarm", "confusion")}  # fmt: skip
+        off = [run.found[r.name] - len(r.voices) for r in group]
+        share = [100 * total[k] / total["total"] for k in ("missed detection", "false alarm", "confusion")]
+        print(f"| {name} ({len(group)}) | {sum(share):.1f} % | {share[0]:.1f} % | {share[1]:.1f} % | {share[2]:.1f} % | "
+              f"{sum(o == 0 for o in off)} of {len(off)} | {sum(abs(o) <= 1 for o in off)} of {len(off)} |")
 
 
 def print_cues(recs: list[Recording], threads: int) -> None:

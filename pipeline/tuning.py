@@ -150,6 +150,11 @@ SEGMENT_STEP = 5.0
 # change is missed; smaller: a flicker of one chunk cuts a turn.
 CHANGE_AGREE = 0.5
 CHANGE_WITHIN = 0.05
+# How many voices one chunk of segmentation-3.0 hears (chunk_voices): s a chunk's speaker must talk alone to count,
+# and the cosine of two of its speakers' embeddings above which they are one voice (the model splits one voice at a
+# change of microphone). Larger: a voice that says little is not counted; smaller: one voice counts twice.
+CHUNK_ALONE = 0.5
+CHUNK_MERGE = 0.5
 
 # --- speaker labels in the cues (pipeline/subtitles/formats.py) ---
 
@@ -254,6 +259,8 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "SEGMENT_STEP": ("tests/speakers/test_changes.py::test_chunks_cover_the_recording",),
     "CHANGE_AGREE": ("tests/speakers/test_changes.py::test_change_points",),
     "CHANGE_WITHIN": ("tests/speakers/test_changes.py::test_change_points",),
+    "CHUNK_ALONE": ("tests/speakers/test_changes.py::test_heard_alone",),
+    "CHUNK_MERGE": ("tests/speakers/test_changes.py::test_distinct",),
     "DIALOGUE_LEAD": ("tests/speakers/test_speaker_cues.py::test_shown",),
     "AUTO_PASSES": ("tests/asr/test_precision.py::test_auto_measures_the_encoder_once_and_keeps_its_choice",),
     "AUTO_MAX_ERROR": ("tests/asr/test_precision.py::test_fastest_within_the_error_bound",),

@@ -15,8 +15,8 @@ from functools import cache
 
 import numpy as np
 
-from pipeline.speakers.embeddings import Stopped
-from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, SEGMENT_STEP
+from pipeline.speakers.embeddings import SpeakerEncoder, Stopped
+from pipeline.tuning import CHANGE_AGREE, CHUNK_ALONE, CHANGE_WITHIN, CHUNK_MERGE, SEGMENT_STEP
 
 RATE = 16000
 SEGMENT_BATCH = 4  # chunks a call (its SincNet layer holds 50 MB a chunk)
@@ -105,4 +105,61 @@ def change_points(segmented: Segmented) -> list[float]:
         heard[first + near : last - near] += 1  # (a change at a chunk's edge is not heard whole)
     agreed = np.r_[False, hits >= CHANGE_AGREE * np.maximum(heard, 1), False] & np.r_[False, heard > 0, False]
     edges = np.flatnonzero(np.diff(agreed.astype(np.int8)))
-    return [round(((a + b - 1) / 2) * HOP + CENTRE, 3) for a, b in zip(edges[::2], edges[1::2])]
+    return [round(float((a + b - 1) / 2 * HOP + CENTRE), 3) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def chunk_voices(
+    segmented: Segmented,
+    audio: np.ndarray,
+    encoder: SpeakerEncoder,
+    *,
+    more_than: int,
+    stop: threading.Event | None = None,
+) -> int:
+    """The most voices one chunk hears, or `more_than` if no chunk hears more. The model tells apart the talkers of
+    one chunk, however alike one room or one phone line makes them sound to the encoder: a meeting's voice that says
+    1.6 s in 30 s is too few windows to cluster, but is its own talker in the chunk where it speaks. Each talker heard
+    alone for `CHUNK_ALONE` s is embedded from those frames, and talkers of one chunk closer than `CHUNK_MERGE` are
+    one voice (`distinct`). Only chunks with more such talkers than `more_than` are embedded."""
+    most = more_than
+    for first, active in zip(segmented.starts.tolist(), segmented.active):
+        spans = heard_alone(active)
+        if len(spans) <= most:
+            continue
+        if stop is not None and stop.is_set():
+            raise Stopped("speaker turns no longer wanted")
+        embeddings = []
+        for runs in spans:
+            bounds = [(int(((first + a) * HOP + CENTRE - HOP / 2) * RATE), int(((first + b) * HOP + CENTRE - HOP / 2) * RATE)) for a, b in runs]  # fmt: skip
+            embeddings.append(encoder.embed(np.concatenate([audio[max(x, 0) : max(y, 0)] for x, y in bounds])))
+        most = max(most, distinct(np.stack(embeddings)))
+    return most
+
+
+def heard_alone(active: np.ndarray) -> list[list[tuple[int, int]]]:
+    """For each of a chunk's talkers heard alone (nobody else in the frame) for `CHUNK_ALONE` s or more, the (first,
+    end) frames of those runs."""
+    alone = (active > 0) & (active.sum(axis=1, keepdims=True) == 1)
+    out = []
+    for talker in range(alone.shape[1]):
+        if alone[:, talker].sum() * HOP < CHUNK_ALONE:
+            continue
+        edges = np.flatnonzero(np.diff(np.r_[0, alone[:, talker].astype(np.int8), 0]))
+        out.append(list(zip(edges[::2].tolist(), edges[1::2].tolist())))
+    return out
+
+
+def distinct(embeddings: np.ndarray, merge: float = CHUNK_MERGE) -> int:
+    """How many voices unit embeddings are, two with a cosine of `merge` or more being one (and so on, transitively)."""
+    n = len(embeddings)
+    group = list(range(n))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    close = np.asarray(embeddings) @ np.asarray(embeddings).T >= merge
+    for i, j in zip(*np.nonzero(np.triu(close, 1))):
+        group[root(int(i))] = root(int(j))
+    return len({root(i) for i in range(n)})

@@ -14,7 +14,7 @@ import numpy as np
 
 from pipeline.errors import OptionError
 from pipeline.speakers.embeddings import Embedded, SpeakerEncoder
-from pipeline.speakers.segmentation import Segmenter, change_points
+from pipeline.speakers.segmentation import Segmenter, change_points, chunk_voices
 from pipeline.tuning import (
     TURN_DISTANCE,
     TURN_MAX_CLUSTERED,
@@ -386,16 +386,21 @@ def speaker_turns(
     segmenter: Segmenter | None = None,
     stop: threading.Event | None = None,
 ) -> list[Turn]:
-    """Who speaks when in 16-kHz audio whose speech is in `regions`, cut where `segmenter` hears the speaker change
-    when there are two voices or more; Stopped once `stop` is set."""
+    """Who speaks when in 16-kHz audio whose speech is in `regions`. With a `segmenter`, a count found is at least
+    the most voices one of its chunks hears (`chunk_voices`), and the turns are cut where it hears the speaker
+    change when there are two voices or more; Stopped once `stop` is set."""
     spans = embedding_windows(regions)
     embedded = encoder.embed_windows(audio, spans, part=TURN_PART, hop=TURN_PART_HOP, stop=stop)
-    labels = cluster_voices(embedded.whole, options.speakers)
+    segmented = segmenter.segment(audio, regions=regions, stop=stop) if segmenter is not None and spans else None
+    count = options.speakers
+    if count is None and segmented is not None:
+        count = chunk_voices(segmented, audio, encoder, more_than=voice_count(embedded.whole), stop=stop)
+    labels = cluster_voices(embedded.whole, count)
     found = turns_of(regions, spans, embedded, labels, ordered=False)
-    if segmenter is None or len({t.speaker for t in found}) < 2:
+    if segmented is None or len({t.speaker for t in found}) < 2:
         return _in_order(found)
-    cuts = change_points(segmenter.segment(audio, regions=regions, stop=stop))
-    return cut_at_changes(found, regions, cuts, audio, encoder, voice_centroids(embedded.whole, labels), stop=stop)
+    voices = voice_centroids(embedded.whole, labels)
+    return cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
 
 
 def turn_options(value: str | int | None) -> TurnOptions | None:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from conftest import DATA, clip_path
 
-from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, change_points
+from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, change_points, distinct, heard_alone
+from pipeline.tuning import CHUNK_ALONE
 
 
 def _chunks(frames: int, *chunks) -> Segmented:
@@ -69,3 +70,73 @@ def test_chunks_cover_the_recording():
     hello = [float(x) for x in (DATA / "en_pyannote_call_turns.rttm").read_text().split("\n")[1].split()[3:5]]
     for edge in (hello[0], hello[0] + hello[1]):
         assert np.abs(cuts - edge).min() < 0.15, f"no change found near {edge} s: {cuts.round(2).tolist()}"
+
+
+ALONE = int(np.ceil(CHUNK_ALONE / HOP))  # frames a talker needs alone to count
+
+
+def _active(length: int, *runs) -> np.ndarray:
+    a = np.zeros((length, 3), np.float32)
+    for talker, first, end in runs:
+        a[first:end, talker] = 1
+    return a
+
+
+@pytest.mark.parametrize(
+    ("active", "expected"),
+    [
+        (_active(100), []),  # nobody
+        (_active(100, (0, 0, ALONE)), [[(0, ALONE)]]),  # just long enough
+        (_active(100, (0, 0, ALONE - 1)), []),  # just too short
+        # two runs add up; the frames where another talks too are not alone
+        (_active(100, (1, 0, ALONE // 2), (1, 50, 50 + ALONE // 2 + 1)), [[(0, ALONE // 2), (50, 51 + ALONE // 2)]]),
+        (_active(100, (0, 0, ALONE), (2, 0, ALONE)), []),
+        (_active(200, (0, 0, ALONE + 10), (2, ALONE, 2 * ALONE + 10)),
+         [[(0, ALONE)], [(ALONE + 10, 2 * ALONE + 10)]]),
+    ],
+)  # fmt: skip
+def test_heard_alone(active, expected):
+    assert heard_alone(active) == expected
+
+
+def _unit(*angles):
+    """Unit vectors in a plane at these angles (degrees): cosines are the cosines of their differences."""
+    return np.array([[np.cos(np.radians(a)), np.sin(np.radians(a))] for a in angles])
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "merge", "count"),
+    [
+        (_unit(0), 0.5, 1),
+        (_unit(0, 90), 0.5, 2),  # cosine 0
+        (_unit(0, 59), 0.5, 1),  # cosine 0.52: one voice
+        (_unit(0, 61), 0.5, 2),  # 0.48: two
+        (_unit(0, 50, 100), 0.5, 1),  # each close to the next: one, transitively
+        (_unit(0, 50, 180), 0.5, 2),
+        (_unit(0, 90, 180), 0.0, 1),
+    ],
+)
+def test_distinct(embeddings, merge, count):
+    assert distinct(embeddings, merge) == count
+
+
+@pytest.mark.slow
+def test_a_voice_that_says_little_in_a_meeting_is_counted():
+    """An AMI meeting's first 30 s (trn06): one woman speaks 26 s, a man 3.2 s under her and another woman 1.6 s.
+    The windows alone find one voice (too few windows of the others to cluster); segmentation-3.0 hears more than
+    one talker in a chunk, and the man's 5.95-6.75 s goes to a second speaker, inside his turn in the reference."""
+    from pipeline.asr.vad import VadOptions, speech_map
+    from pipeline.media.audio import load_audio
+    from pipeline.speakers.segmentation import speaker_segmenter
+    from pipeline.speakers.turns import embedding_windows, speaker_encoder, speaker_turns, voice_count
+
+    audio = load_audio(clip_path("en_ami_trn06"))
+    regions = speech_map(audio, VadOptions(), 2).regions
+    encoder = speaker_encoder(2)
+    assert voice_count(encoder.embed_windows(audio, embedding_windows(regions)).whole) == 1
+    turns = speaker_turns(audio, regions, encoder, segmenter=speaker_segmenter(2))
+    assert len({t.speaker for t in turns}) >= 2
+    man = [line.split() for line in (DATA / "en_ami_trn06_turns.rttm").read_text().splitlines() if "MEO082" in line]
+    onset, duration = float(man[0][3]), float(man[0][4])
+    second = [t for t in turns if t.speaker == 1]
+    assert second and all(onset - 0.25 <= t.start and t.end <= onset + duration + 0.25 for t in second), second
