@@ -534,8 +534,10 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
                  for k in ("total", "missed detection", "false alarm", "confusion")}  # fmt: skip
         off = [run.found[r.name] - len(r.voices) for r in group]
         share = [100 * total[k] / total["total"] for k in ("missed detection", "false alarm", "confusion")]
-        print(f"| {name} ({len(group)}) | {sum(share):.1f} % | {share[0]:.1f} % | {share[1]:.1f} % | {share[2]:.1f} % | "
-              f"{sum(o == 0 for o in off)} of {len(off)} | {sum(abs(o) <= 1 for o in off)} of {len(off)} |")
+        print(
+            f"| {name} ({len(group)}) | {sum(share):.1f} % | {share[0]:.1f} % | {share[1]:.1f} % | {share[2]:.1f} % | "
+            f"{sum(o == 0 for o in off)} of {len(off)} | {sum(abs(o) <= 1 for o in off)} of {len(off)} |"
+        )
 
 
 def print_cues(recs: list[Recording], threads: int) -> None:

@@ -16,7 +16,7 @@ from functools import cache
 import numpy as np
 
 from pipeline.speakers.embeddings import SpeakerEncoder, Stopped
-from pipeline.tuning import CHANGE_AGREE, CHUNK_ALONE, CHANGE_WITHIN, CHUNK_MERGE, SEGMENT_STEP
+from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, CHUNK_ALONE, CHUNK_MERGE, SEGMENT_STEP
 
 RATE = 16000
 SEGMENT_BATCH = 4  # chunks a call (its SincNet layer holds 50 MB a chunk)
