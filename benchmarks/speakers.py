@@ -3,7 +3,7 @@ recordings of one voice, on panels of four and on real conversations; with --cue
 pipeline makes.
 
     python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10] [--single | --panel | --real [DIR]
-                                  [--real-dir DIR] [--overlap]] [--given] [--cues] [--step 0.5]
+                                  [--real-dir DIR]] [--rttm] [--given] [--cues] [--step 0.5]
                                   [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]]
 
 Each seed joins 3-5 distinct voices of ../shared/eval (VOICES below, any language) into one recording. Each voice's
@@ -19,10 +19,11 @@ as a seed's start leaves): one speaker is the right count, the case of an audiob
 
 --panel: four voices speaking in a fixed order, two turns each of 2-6 s, 0.3-1 s apart. --real [DIR]: the real
 conversations of benchmarks/conversations.py (seven AMI excerpts and a phone call, fetched from PyPI into DIR), and
-with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, our turns one speaker at a time: the DER
-is given with the overlap scored and skipped; --overlap adds segmentation-3.0's overlap and speech
-(benchmarks/segmentation.py, a lever measured, not in the pipeline; its change points are). "Speech to its speaker"
-is the share of the reference speech outside overlap given to the speaker matched to its voice.
+with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns one speaker at a time:
+the DER is given with the overlap scored and skipped. --rttm scores who speaks when as the RTTM file and the JSON give
+it instead (SpeakerTurns.heard: a second speaker where segmentation-3.0 hears two, the speech the detector missed).
+"Speech to its speaker" is the share of the reference speech outside overlap given to the speaker matched to its
+voice.
 
 Our turns run on the detector's regions (pipeline.asr.vad.speech_map), with the number of speakers found (default) or,
 with --given, given. The score is pyannote.metrics' DiarizationErrorRate(collar=0.5): the whole width around each
@@ -65,7 +66,7 @@ from benchmarks.conversations import REAL_HELD_OUT, Recording, real_recordings  
 from pipeline.asr.vad import VadOptions, speech_map  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
-from pipeline.speakers import turns  # noqa: E402
+from pipeline.speakers import clustering, turns  # noqa: E402
 from pipeline.speakers.embeddings import SpeakerEncoder  # noqa: E402
 from pipeline.speakers.segmentation import Segmenter, change_points, chunk_voices  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
@@ -344,9 +345,7 @@ def main() -> None:
     cache = Path.home() / ".cache" / "subtitle-benchmarks" / "real"
     p.add_argument("--real", type=Path, nargs="?", const=cache, help=f"real conversations, instead (default: {cache})")
     p.add_argument("--real-dir", type=Path, help="with --real: also every WAV + RTTM pair of this folder")
-    p.add_argument(
-        "--overlap", action="store_true", help="add segmentation-3.0's overlap and speech (a lever measured)"
-    )
+    p.add_argument("--rttm", action="store_true", help="score the RTTM's turns (with overlap), not the cues'")
     p.add_argument("--given", action="store_true", help="give the true number of speakers instead of finding it")
     p.add_argument("--cues", action="store_true", help="also transcribe, and check the cues' speakers")
     p.add_argument("--step", type=float, default=TURN_STEP)
@@ -381,18 +380,16 @@ def main() -> None:
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)
     encoder.embed_spans(warm, [(0.0, TURN_WINDOW)])
-    turns.cluster_voices(np.eye(3, 192))  # and SciPy's import
+    clustering.cluster_voices(np.eye(3, 192))  # and SciPy's import
 
     der = functools.partial(DiarizationErrorRate, skip_overlap=False)
     metrics = (
         {"collar": der(collar=0.5), "no overlap": der(collar=0.5, skip_overlap=True), "bare": der()} for _ in settings
     )
     runs = [Run(d, m, kinds, {}, {}) for (d, m), kinds in zip(settings, metrics)]
-    vad_time = embed_time = overlap_time = 0.0
+    vad_time = embed_time = 0.0
     segmenter = Segmenter(args.threads)
     segmenter.segment(np.zeros(SAMPLE_RATE, np.float32))  # (its first inference, outside the timing)
-    if args.overlap:
-        from benchmarks.segmentation import with_overlap
     apart = []
     for rec in recs:
         started = time.perf_counter()
@@ -406,12 +403,12 @@ def main() -> None:
         given = count = len(rec.voices) if args.given else None
         segmented = segmenter.segment(rec.audio, regions=regions) if spans else None
         if count is None and segmented is not None:  # (at least the most voices a chunk hears, as speaker_turns)
-            count = chunk_voices(segmented, rec.audio, encoder, more_than=turns.voice_count(embeddings))
+            count = chunk_voices(segmented, rec.audio, encoder, more_than=clustering.voice_count(embeddings))
         took = time.perf_counter() - started
         embed_time += took
         for run in runs:
             started = time.perf_counter()
-            labels = turns.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
+            labels = clustering.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
             found = turns.turns_of(regions, spans, embedded, labels, step=args.step, ordered=False)
             if len({t.speaker for t in found}) > 1:  # (cut where the speaker changes, as speaker_turns does)
                 cuts = change_points(segmented)
@@ -420,15 +417,14 @@ def main() -> None:
             else:
                 found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
             run.turns_time += took + time.perf_counter() - started
-            if args.overlap:
-                started = time.perf_counter()
-                found = with_overlap(found, segmenter.segment(rec.audio), int(labels.max()) + 1)
-                overlap_time += time.perf_counter() - started
-            if defaults and not args.overlap and rec is recs[0] and run is runs[0]:  # (what the pipeline does)
+            found = turns._in_order(found)
+            heard = turns.heard_turns(found, segmented) if segmented is not None else found
+            if defaults and rec is recs[0] and run is runs[0]:  # (what the pipeline does)
                 pipeline = turns.speaker_turns(
                     rec.audio, regions, encoder, options=turns.TurnOptions(given), segmenter=segmenter
                 )
-                assert pipeline == found, "the benchmark's steps differ from speaker_turns at the defaults"
+                assert pipeline == turns.SpeakerTurns(found, heard), "the steps differ from speaker_turns'"
+            found = heard if args.rttm else found
             reference, hypothesis, uem = annotations(rec, found)
             m = run.metrics
             run.parts[rec.name] = tuple(m[k](reference, hypothesis, uem=uem, detailed=True) for k in m if k != "bare")
@@ -458,10 +454,10 @@ def main() -> None:
               f"{100 * abs(m['bare']):.1f} % | {100 * to_its_own:.0f} % | {sum(o == 0 for o in off)} of {len(off)} | "
               f"{sum(abs(o) <= 1 for o in off)} of {len(off)} | {' '.join(f'{o:+d}' for o in off)} |")  # fmt: skip
     turns_time = runs[0].turns_time
-    clustering = (turns_time - embed_time) / minutes
+    placing = (turns_time - embed_time) / minutes
     print(f"\nPer minute of audio: detector {vad_time / minutes:.2f} s; turns {turns_time / minutes:.2f} s "
-          f"(embedding, segmentation and count {embed_time / minutes:.2f} s, clustering and placing {clustering:.3f} s)"
-          + (f"; segmentation-3.0 {overlap_time / minutes:.2f} s" if args.overlap else ""))  # fmt: skip
+          f"(embedding, segmentation and count {embed_time / minutes:.2f} s, clustering and placing {placing:.3f} s)"
+          )  # fmt: skip
     apart = [a for a in apart if a is not None]
     if apart:
         within, between, closest = (np.array(x) for x in zip(*apart))

@@ -142,7 +142,7 @@ def test_video_without_audio_is_a_clear_error(ov_model, model_cache, tmp_path):
     ("args", "message"),
     [
         (["missing.mp4"], "missing.mp4 does not exist"),
-        (["{clip}", "--format", "srt,docx"], "--format: Unknown format 'docx': use srt, vtt, txt, json or ass"),
+        (["{clip}", "--format", "srt,docx"], "--format: Unknown format 'docx': use srt, vtt, txt, json, ass or rttm"),
         (["{clip}", "--language", "klingon"], "Unknown language 'klingon'"),
         (["{clip}", "--model", "huge"], "Unknown model 'huge'"),
         (["{clip}", "--vad-threshold", "2"], "--vad-threshold: The speech threshold is a probability"),
@@ -183,15 +183,23 @@ def test_a_job_with_words_and_speakers_never_imports_torch(ov_model, model_cache
     code = (
         "import sys\nfrom pipeline.__main__ import main\n"
         f"print(main([{str(clip_path('en_pyannote_call'))!r}, '-o', {str(tmp_path)!r}, '--precision', 'f32',"
-        " '--speakers', '2', '--format', 'json', '--quiet']))\n"
+        " '--speakers', '2', '--format', 'json,rttm', '--quiet']))\n"
         "print(sorted(m for m in ('torch', 'whisper', 'numba', 'silero_vad') if m in sys.modules))\n"
     )
     env = {**os.environ, "SUBTITLE_CACHE_DIR": str(model_cache)}
     proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True,
                           env=env, timeout=300)  # fmt: skip
     assert proc.stdout.split("\n")[-3:-1] == ["0", "[]"], proc.stdout + proc.stderr
-    segments = json.loads((tmp_path / "en_pyannote_call.json").read_text())["segments"]
+    data = json.loads((tmp_path / "en_pyannote_call.json").read_text())
+    segments = data["segments"]
     assert len([w for s in segments for w in s["words"]]) > 40 and len({s["speaker"] for s in segments}) == 2
+    # who speaks when, the same in the JSON and the RTTM: both speakers, and two at once somewhere
+    rttm = [line.split() for line in (tmp_path / "en_pyannote_call.rttm").read_text().splitlines()]
+    assert all(f[0] == "SPEAKER" and f[1] == "en_pyannote_call" and len(f) == 10 for f in rttm)
+    turns = [(float(f[3]), round(float(f[3]) + float(f[4]), 3), f[7].replace("_", " ")) for f in rttm]
+    assert turns == [(t["start"], t["end"], t["speaker"]) for t in data["speakers"]]
+    assert {who for _, _, who in turns} == {s["speaker"] for s in segments}
+    assert any(a[1] > b[0] and a[2] != b[2] for a, b in zip(turns, turns[1:]))
 
 
 def test_not_a_media_file_is_a_clear_error(ov_model, tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 from pipeline.errors import OptionError
 from pipeline.files import atomic_path
 from pipeline.jobs.spec import SubtitleResult
+from pipeline.speakers.turns import speaker_name
 from pipeline.subtitles.formats import Labels
 from pipeline.subtitles.write import FORMATS, to_format
 from pipeline.timings import timed
@@ -45,6 +46,8 @@ def write_outputs(
             labels=labels,
             style=style,
             size=size,
+            turns=[(t.start, t.end, speaker_name(t.speaker)) for t in result.turns] if result.turns else None,
+            name=stem,
         )
         target = Path(out_dir) / f"{stem}.{fmt}"
         with atomic_path(target) as tmp:

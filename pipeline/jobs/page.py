@@ -26,6 +26,7 @@ FORMAT_CHOICES = [
     ("Plain text", "txt"),
     ("JSON (with timings)", "json"),
     ("ASS (styled, for Aegisub)", "ass"),
+    ("RTTM (who speaks when)", "rttm"),
 ]
 TASK_CHOICES = [("Transcribe", "transcribe"), ("Translate to English", "translate")]
 BURN_CHOICES = [("No", "none"), (f"First {PREVIEW_SECONDS:.0f} s (fast preview)", "preview"), ("Whole video", "full")]

@@ -12,7 +12,7 @@ from pipeline.asr.results import TranscriptionInfo
 from pipeline.errors import OptionError
 from pipeline.media.audio import Limits, MediaInfo, hms
 from pipeline.media.video import BurnOptions
-from pipeline.speakers.turns import TurnOptions
+from pipeline.speakers.turns import Turn, TurnOptions
 from pipeline.subtitles.ass import Style
 from pipeline.subtitles.cues import Cue, CueRules
 from pipeline.subtitles.formats import Labels
@@ -58,6 +58,8 @@ class JobSpec:
             raise OptionError("formats", f"Choose each output format once, at least one: {', '.join(FORMATS)}")
         if self.subtitles is not None and len(self.inputs) != 1:
             raise OptionError("subtitles", "Existing subtitles go with exactly one video")
+        if "rttm" in self.formats and self.speakers is None and self.subtitles is None:
+            raise OptionError("formats", "An RTTM file says who speaks when: set Speakers to auto or a number too")
 
     @property
     def decoding(self) -> TranscribeOptions:
@@ -110,6 +112,7 @@ class SubtitleResult:
     info: TranscriptionInfo
     media: MediaInfo
     voices: int | None = None  # how many voices the speaker turns found; None: speakers were not asked for
+    turns: tuple[Turn, ...] = ()  # who speaks when, as heard (SpeakerTurns.heard): the RTTM file's and the JSON's
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pipeline.asr.transcribe import transcribe
 from pipeline.jobs.spec import SubtitleResult
 from pipeline.media.audio import MediaInfo, load_audio, require_audio
 from pipeline.speakers.segmentation import speaker_segmenter
-from pipeline.speakers.turns import Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
+from pipeline.speakers.turns import SpeakerTurns, Turn, TurnOptions, speaker_encoder, speaker_turns, speakers_of
 from pipeline.subtitles.cues import CJK_LANGUAGES, SENTENCE_END, Cue, CueRules, cues_from_words, in_time_order
 from pipeline.subtitles.formats import clean_cues
 from pipeline.timings import stage, timed
@@ -57,21 +57,21 @@ def subtitle_audio(
     except BaseException:
         stop.set()
         raise
-    voices = None
+    voices, heard = None, ()
     if turns is not None:
         if progress is not None:
             progress(1.0)
         with stage("speakers"):  # (what is left of them when the decoding is done)
             found = turns.result()
-            voices = len({t.speaker for t in found})
+            voices, heard = len({t.speaker for t in found.turns}), tuple(found.heard)
             if voices > 1 or speakers.speakers is not None:  # (one voice found: no labels to show)
-                collected = with_speakers(collected, found)
+                collected = with_speakers(collected, found.turns)
     if rules is not None:
         cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
     else:
         cues = [Cue(s.start, s.end, s.text, s.words, s.speaker) for s in collected]
     media = media or MediaInfo(info.duration, True, False)
-    return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media, voices)
+    return SubtitleResult(tuple(clean_cues(cues, info.duration)), info, media, voices, heard)
 
 
 def subtitle_file(
@@ -91,7 +91,9 @@ def subtitle_file(
 
 
 @timed("speakers beside decoding")
-def _turns_beside(audio: np.ndarray, regions, threads: int, speakers: TurnOptions, stop: threading.Event) -> list[Turn]:
+def _turns_beside(
+    audio: np.ndarray, regions, threads: int, speakers: TurnOptions, stop: threading.Event
+) -> SpeakerTurns:
     """speaker_turns on a thread of its own, the encoder loaded there too (its time shows beside the decoding's);
     it gives up between two encoder calls once `stop` is set."""
     encoder, segmenter = speaker_encoder(threads), speaker_segmenter(threads)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -13,22 +12,13 @@ from functools import cache
 import numpy as np
 
 from pipeline.errors import OptionError
+from pipeline.speakers.clustering import cluster_voices, voice_count
 from pipeline.speakers.embeddings import Embedded, SpeakerEncoder
-from pipeline.speakers.segmentation import Segmenter, change_points, chunk_voices
+from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, Segmenter, change_points, chunk_voices
 from pipeline.tuning import (
-    TURN_DISTANCE,
-    TURN_MAX_CLUSTERED,
-    TURN_MAX_COUNTED,
-    TURN_MAX_SPEAKERS,
-    TURN_MERGE,
-    TURN_MIN_CLUSTER,
-    TURN_MIN_NEIGHBOURS,
     TURN_MIN_RUN,
-    TURN_MIN_SHARE,
-    TURN_MIN_WINDOWS,
     TURN_PART,
     TURN_PART_HOP,
-    TURN_PRUNE,
     TURN_RESOLUTION,
     TURN_STEP,
     TURN_WINDOW,
@@ -40,6 +30,16 @@ class Turn:
     start: float  # seconds
     end: float
     speaker: int  # 0, 1, ...: in the order the speakers first speak
+
+
+@dataclass(frozen=True)
+class SpeakerTurns:
+    """Who speaks when, twice: for the cues, and as heard (the RTTM file and the JSON's "speakers")."""
+
+    turns: list[Turn]  # one speaker at a time, within the detector's speech: whose words are whose
+    # the same speakers, and who else segmentation-3.0 hears: a second one where two talk at once, speech the
+    # detector missed; turns of two speakers may overlap
+    heard: list[Turn]
 
 
 @dataclass(frozen=True)
@@ -63,122 +63,6 @@ def embedding_windows(regions: list[tuple[float, float]] | tuple, step: float = 
         starts.append(b - TURN_WINDOW)
         out += [(float(s), float(s) + TURN_WINDOW) for s in starts]
     return out
-
-
-def cluster_voices(
-    embeddings: np.ndarray,
-    speakers: int | None = None,
-    *,
-    distance: float = TURN_DISTANCE,
-    min_share: float = TURN_MIN_SHARE,
-) -> np.ndarray:
-    """A label per embedding, in order of first appearance. The number of voices is `speakers`, or else
-    `voice_count`'s; the windows are clustered into that many: merged to `distance`, clusters under `min_share` folded
-    into the nearest (a cough is not a speaker), then merged or split into the count."""
-    n = len(embeddings)
-    if n == 0:
-        return np.zeros(0, int)
-    if speakers is None:
-        speakers = voice_count(embeddings)
-    if n == 1 or speakers == 1:
-        return np.zeros(n, int)
-    if n <= TURN_MAX_CLUSTERED:
-        labels = _agglomerative(embeddings, distance=distance)
-    else:  # (memory grows with the square of the windows: a sample is clustered, the rest join its centroids)
-        sample = _sample(n)
-        found = _agglomerative(embeddings[sample], distance=distance)
-        labels = _nearest(embeddings, _centroids(embeddings[sample], found))
-        labels[sample] = found
-    labels = _fold_small(embeddings, labels, min_share * n)
-    found = sorted(set(labels.tolist()))
-    if len(found) > speakers:
-        centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
-        into = dict(zip(found, _agglomerative(centroids, count=speakers).tolist()))
-        labels = np.array([into[k] for k in labels.tolist()])
-    elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:
-        labels = _agglomerative(embeddings, count=min(speakers, n))
-    order = {label: i for i, label in enumerate(dict.fromkeys(labels.tolist()))}
-    return np.array([order[label] for label in labels.tolist()])
-
-
-def voice_count(embeddings: np.ndarray) -> int:
-    """How many voices the windows hold, by 3D-Speaker's spectral clustering (as senko uses it): each window's
-    affinities pruned to its nearest `TURN_PRUNE` share (at least `TURN_MIN_NEIGHBOURS`), the count at the largest
-    gap between the Laplacian's eigenvalues, clusters under `TURN_MIN_CLUSTER` windows folded into the nearest, and
-    clusters whose centroids are closer than `TURN_MERGE` merged. The gap is relative to the recording: voices of
-    one room or one phone line, closer together than any fixed threshold allows, still stand apart."""
-    from scipy.cluster.vq import kmeans2
-    from scipy.linalg import eigh
-
-    n = len(embeddings)
-    if n < TURN_MIN_WINDOWS:
-        return 1
-    points = np.asarray(embeddings[_sample(n, TURN_MAX_COUNTED)] if n > TURN_MAX_COUNTED else embeddings, np.float64)
-    n = len(points)
-    affinity = points @ points.T
-    dropped = min(int((1 - TURN_PRUNE) * n), n - TURN_MIN_NEIGHBOURS)
-    if dropped > 0:
-        np.put_along_axis(affinity, np.argsort(affinity, axis=1)[:, :dropped], 0.0, axis=1)
-    affinity = (affinity + affinity.T) / 2
-    np.fill_diagonal(affinity, 0.0)
-    top = min(TURN_MAX_SPEAKERS, n - 1)  # (only the smallest eigenvalues: a fraction of the full decomposition)
-    values, vectors = eigh(np.diag(np.abs(affinity).sum(axis=1)) - affinity, subset_by_index=[0, top])
-    count = int(np.argmax(np.diff(values))) + 1
-    if count == 1:
-        return 1
-    spectral = vectors[:, :count]
-    with warnings.catch_warnings():  # (an empty cluster from one start is only a worse start)
-        warnings.simplefilter("ignore")
-        tries = [kmeans2(spectral, count, minit="++", seed=seed) for seed in range(5)]  # (k-means++, 5 starts)
-    centres, labels = min(tries, key=lambda t: float(((spectral - t[0][t[1]]) ** 2).sum()))
-    if np.bincount(labels).max() < TURN_MIN_CLUSTER:  # (no cluster is a voice: one voice, as 3D-Speaker says)
-        return 1
-    labels = _fold_small(points, labels, TURN_MIN_CLUSTER)
-    while len(set(labels.tolist())) > 1:
-        found = sorted(set(labels.tolist()))
-        centroids = _centroids(points, labels, found)
-        closeness = np.triu(centroids @ centroids.T, 1)
-        i, j = np.unravel_index(np.argmax(closeness), closeness.shape)
-        if closeness[i, j] < TURN_MERGE:
-            break
-        labels[labels == found[j]] = found[i]
-    return len(set(labels.tolist()))
-
-
-def _sample(n: int, most: int = TURN_MAX_CLUSTERED) -> np.ndarray:
-    """`most` indices spread evenly over n."""
-    return np.linspace(0, n - 1, most).round().astype(int)
-
-
-def _centroids(points: np.ndarray, labels: np.ndarray, found: Sequence[int] | None = None) -> np.ndarray:
-    """Unit centroids of each label (of `found`, or of 0..max)."""
-    found = range(labels.max() + 1) if found is None else found
-    centroids = np.stack([points[labels == k].mean(axis=0) for k in found])
-    return centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
-
-
-def _nearest(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    return (points @ centroids.T).argmax(axis=1)
-
-
-def _agglomerative(points: np.ndarray, distance: float | None = None, count: int | None = None) -> np.ndarray:
-    """Labels of SciPy's agglomerative clustering, cosine, average linkage (as pyannote's), to `distance` or `count`."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-
-    tree = linkage(np.asarray(points, dtype=np.float64), method="average", metric="cosine")
-    if count is not None:
-        return fcluster(tree, t=count, criterion="maxclust") - 1
-    return fcluster(tree, t=distance, criterion="distance") - 1
-
-
-def _fold_small(embeddings: np.ndarray, labels: np.ndarray, least: float) -> np.ndarray:
-    """Windows of clusters of fewer than `least` windows go to the large cluster whose centroid is closest."""
-    counts = np.bincount(labels)
-    large = [k for k in range(len(counts)) if counts[k] >= least]
-    if not large or len(large) == len([c for c in counts if c]):
-        return labels
-    nearest = np.array(large)[_nearest(embeddings, _centroids(embeddings, labels, large))]
-    return np.where(np.isin(labels, large), labels, nearest)
 
 
 def turns_of(
@@ -385,10 +269,11 @@ def speaker_turns(
     options=TurnOptions(),
     segmenter: Segmenter | None = None,
     stop: threading.Event | None = None,
-) -> list[Turn]:
+) -> SpeakerTurns:
     """Who speaks when in 16-kHz audio whose speech is in `regions`. With a `segmenter`, a count found is at least
-    the most voices one of its chunks hears (`chunk_voices`), and the turns are cut where it hears the speaker
-    change when there are two voices or more; Stopped once `stop` is set."""
+    the most voices one of its chunks hears (`chunk_voices`), the turns are cut where it hears the speaker change
+    when there are two voices or more, and what it hears besides is added to them (`heard_turns`); Stopped once
+    `stop` is set."""
     spans = embedding_windows(regions)
     embedded = encoder.embed_windows(audio, spans, part=TURN_PART, hop=TURN_PART_HOP, stop=stop)
     segmented = segmenter.segment(audio, regions=regions, stop=stop) if segmenter is not None and spans else None
@@ -397,10 +282,58 @@ def speaker_turns(
         count = chunk_voices(segmented, audio, encoder, more_than=voice_count(embedded.whole), stop=stop)
     labels = cluster_voices(embedded.whole, count)
     found = turns_of(regions, spans, embedded, labels, ordered=False)
-    if segmented is None or len({t.speaker for t in found}) < 2:
-        return _in_order(found)
-    voices = voice_centroids(embedded.whole, labels)
-    return cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
+    if segmented is not None and len({t.speaker for t in found}) > 1:
+        voices = voice_centroids(embedded.whole, labels)
+        found = cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
+    found = _in_order(found)
+    if segmented is None:
+        return SpeakerTurns(found, found)
+    return SpeakerTurns(found, heard_turns(found, segmented))
+
+
+def heard_turns(turns: Sequence[Turn], segmented: Segmented) -> list[Turn]:
+    """The turns, and a speaker added at each frame where segmentation-3.0 hears two talk and the turns have one, or
+    hears one and the turns have none (3D-Speaker's "include overlap" step): the chunk's talker matched to the most
+    frames of one of ours (the Hungarian assignment, chunk by chunk) that is most active there. Turns of two speakers
+    may then overlap; each speaker's are in order of time."""
+    from scipy.optimize import linear_sum_assignment
+
+    speakers, frames = max((t.speaker for t in turns), default=-1) + 1, segmented.frames
+    ours = np.zeros((frames, speakers), np.float32)
+    for t in turns:
+        ours[_frame(t.start, frames) : _frame(t.end, frames), t.speaker] = 1
+    votes = np.zeros((frames, speakers), np.float32)
+    heard, chunks = np.zeros(frames, np.float32), np.zeros(frames, np.float32)
+    for first, active in zip(segmented.starts.tolist(), segmented.active):
+        last = min(first + len(active), frames)
+        active = active[: last - first]
+        common = active.T @ ours[first:last]  # (3, speakers): frames each of the chunk's talkers shares with ours
+        common[active.sum(axis=0) == 0] = -1
+        for talker, speaker in zip(*linear_sum_assignment(-common)):
+            if common[talker, speaker] > 0:
+                votes[first:last, speaker] += active[:, talker]
+        heard[first:last] += active.sum(axis=1)
+        chunks[first:last] += 1
+    count = np.rint(heard / np.maximum(chunks, 1))  # how many talk at each frame, the chunks' mean
+    others = np.where(ours > 0, -np.inf, votes)
+    best = others.argmax(axis=1) if speakers else np.zeros(frames, int)
+    said = ours.sum(axis=1)
+    extra = (others.max(axis=1, initial=0) > 0) & (((count >= 2) & (said == 1)) | ((count >= 1) & (said == 0)))
+    ours[np.flatnonzero(extra), best[extra]] = 1
+    out = []
+    for speaker in range(speakers):
+        edges = np.flatnonzero(np.diff(np.r_[0, ours[:, speaker], 0]))
+        out += [Turn(_time(a), _time(b), speaker) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist())]
+    return sorted(out, key=lambda t: (t.start, t.speaker))
+
+
+def _frame(t: float, frames: int) -> int:
+    """The segmentation frame whose middle is nearest `t` seconds, within [0, frames]."""
+    return min(max(int(round((t - CENTRE) / HOP)), 0), frames)
+
+
+def _time(frame: int) -> float:
+    return round(float(frame * HOP + CENTRE), 3)
 
 
 def turn_options(value: str | int | None) -> TurnOptions | None:

@@ -1,4 +1,5 @@
-"""SRT, WebVTT, plain text and JSON from cues, each through `clean_cues` first. Pure functions.
+"""SRT, WebVTT, plain text and JSON from cues, each through `clean_cues` first, and RTTM from who speaks when. Pure
+functions.
 
 Not pysubs2's writers (ass.py uses it): they leave "<", "&" and "-->" in cue text and know no voices or word times.
 """
@@ -17,6 +18,7 @@ from pipeline.tuning import DIALOGUE_LEAD
 
 # How a change of speaker shows: a new cue only, dialogue cues ("- " before each speaker's line), or "Speaker 1: "
 LABELS = ("none", "dashes", "names")
+Heard = tuple[float, float, str]  # a turn of who speaks when: start, end (seconds), the speaker's name
 _TAG_START = re.compile(r"<(?=[a-zA-Z/])")  # what would open a tag in SRT text
 
 
@@ -176,8 +178,10 @@ def to_txt(cues: Sequence[Cue], duration: float | None = None, labels: Labels | 
     )
 
 
-def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
-    out = []  # (under "segments", as whisper's own JSON has them)
+def to_json(cues: Sequence[Cue], language: str, duration: float, turns: Sequence[Heard] = ()) -> str:
+    """whisper's JSON (its cues under "segments", each word's time and probability), and with `turns` who speaks when
+    under "speakers" (start, end, speaker: turns of two speakers may overlap)."""
+    out = []
     for s in clean_cues(cues, duration):
         cue = {"start": s.start, "end": s.end, "text": s.text}
         if s.speaker is not None:
@@ -189,6 +193,20 @@ def to_json(cues: Sequence[Cue], language: str, duration: float) -> str:
                 for w in s.words
             ]
         out.append(cue)
-    return (
-        json.dumps({"language": language, "duration": duration, "segments": out}, ensure_ascii=False, indent=1) + "\n"
+    whole = {"language": language, "duration": duration, "segments": out}
+    if turns:
+        whole["speakers"] = [{"start": start, "end": end, "speaker": who} for start, end, who in sorted(turns)]
+    return json.dumps(whole, ensure_ascii=False, indent=1) + "\n"
+
+
+def to_rttm(turns: Sequence[Heard], name: str) -> str:
+    """NIST's RTTM, as pyannote and md-eval read it: a SPEAKER line per turn (the file `name`, channel 1, onset and
+    duration in seconds, the speaker), in order of time. Its fields are split at spaces: names keep none."""
+
+    def bare(text: str) -> str:
+        return "_".join(text.split()) or "_"
+
+    return "".join(
+        f"SPEAKER {bare(name)} 1 {start:.3f} {end - start:.3f} <NA> <NA> {bare(who)} <NA> <NA>\n"
+        for start, end, who in sorted(turns)
     )

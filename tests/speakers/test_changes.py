@@ -124,19 +124,71 @@ def test_distinct(embeddings, merge, count):
 def test_a_voice_that_says_little_in_a_meeting_is_counted():
     """An AMI meeting's first 30 s (trn06): one woman speaks 26 s, a man 3.2 s under her and another woman 1.6 s.
     The windows alone find one voice (too few windows of the others to cluster); segmentation-3.0 hears more than
-    one talker in a chunk, and the man's 5.95-6.75 s goes to a second speaker, inside his turn in the reference."""
+    one talker in a chunk, and the man's 5.95-6.75 s goes to a second speaker, inside his turn in the reference.
+    Who speaks when as heard (the RTTM's) adds what segmentation-3.0 hears: most of the speech the detector missed
+    (far from the table's microphone) and part of the man's speech under the woman's."""
     from pipeline.asr.vad import VadOptions, speech_map
     from pipeline.media.audio import load_audio
+    from pipeline.speakers.clustering import voice_count
     from pipeline.speakers.segmentation import speaker_segmenter
-    from pipeline.speakers.turns import embedding_windows, speaker_encoder, speaker_turns, voice_count
+    from pipeline.speakers.turns import embedding_windows, speaker_encoder, speaker_turns
 
     audio = load_audio(clip_path("en_ami_trn06"))
     regions = speech_map(audio, VadOptions(), 2).regions
     encoder = speaker_encoder(2)
     assert voice_count(encoder.embed_windows(audio, embedding_windows(regions)).whole) == 1
-    turns = speaker_turns(audio, regions, encoder, segmenter=speaker_segmenter(2))
+    found = speaker_turns(audio, regions, encoder, segmenter=speaker_segmenter(2))
+    turns = found.turns
     assert len({t.speaker for t in turns}) >= 2
     man = [line.split() for line in (DATA / "en_ami_trn06_turns.rttm").read_text().splitlines() if "MEO082" in line]
     onset, duration = float(man[0][3]), float(man[0][4])
     second = [t for t in turns if t.speaker == 1]
     assert second and all(onset - 0.25 <= t.start and t.end <= onset + duration + 0.25 for t in second), second
+
+    frames = len(audio) // 160  # 10 ms
+    reference = np.zeros(frames, int)
+    for line in (DATA / "en_ami_trn06_turns.rttm").read_text().splitlines():
+        start, length = (float(x) for x in line.split()[3:5])
+        reference[int(start * 100) : int((start + length) * 100)] += 1
+
+    def talking(turns) -> np.ndarray:
+        at = np.zeros((frames, len({t.speaker for t in turns})), bool)
+        for t in turns:
+            at[int(t.start * 100) : int(t.end * 100), t.speaker] = True
+        return at.sum(axis=1)
+
+    assert (talking(turns)[reference > 0] > 0).mean() < 0.85  # (the detector's speech: 78 % of the reference's)
+    heard = talking(found.heard)
+    assert (heard[reference > 0] > 0).mean() >= 0.9
+    assert (heard[reference > 1] > 1).mean() >= 0.3  # two at once where the reference has two (41 %)
+
+
+def _turns(*runs):
+    """Turns of (speaker, first frame, end frame)."""
+    from pipeline.speakers.turns import Turn
+
+    return [Turn(_at(a), _at(b), speaker) for speaker, a, b in runs]
+
+
+@pytest.mark.parametrize(
+    ("turns", "segmented", "expected"),
+    [
+        # the model hears our two speakers as its talkers 2 and 0, and both at once in frames 90-100: the first's
+        # turn goes on to 100, under the second's
+        (_turns((0, 10, 90), (1, 90, 200)), _chunks(300, (0, [(2, 10, 100), (0, 90, 200)], 300)),
+         _turns((0, 10, 100), (1, 90, 200))),
+        # speech in frames 150-180 that the turns lack (the detector missed it): its talker's speaker's
+        (_turns((0, 10, 100)), _chunks(300, (0, [(1, 10, 100), (1, 150, 180)], 300)), _turns((0, 10, 100), (0, 150, 180))),
+        # a talker matched to none of ours adds nothing; nor does the model hearing less than the turns
+        (_turns((0, 10, 100)), _chunks(300, (0, [(1, 150, 180)], 300)), _turns((0, 10, 100))),
+        (_turns((0, 10, 100), (1, 100, 200)), _chunks(300, (0, [(0, 10, 50)], 300)), _turns((0, 10, 100), (1, 100, 200))),
+        # two chunks: where one hears two talkers and the other one, the mean (1.5) rounds to two
+        (_turns((0, 10, 90), (1, 90, 200)),
+         _chunks(300, (0, [(0, 10, 100), (1, 90, 200)], 300), (0, [(0, 10, 90), (1, 90, 200)], 300)),
+         _turns((0, 10, 100), (1, 90, 200))),
+    ],
+)  # fmt: skip
+def test_heard_turns(turns, segmented, expected):
+    from pipeline.speakers.turns import heard_turns
+
+    assert heard_turns(turns, segmented) == expected

@@ -10,8 +10,9 @@ import srt
 from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
 from pipeline.subtitles.cues import Cue
-from pipeline.subtitles.formats import clean_cues, format_timestamp, to_json, to_srt, to_txt, to_vtt
+from pipeline.subtitles.formats import clean_cues, format_timestamp, to_json, to_rttm, to_srt, to_txt, to_vtt
 from pipeline.subtitles.read import MAX_CUE_CHARS, MAX_CUES, MAX_SUBTITLE_CHARS, decode_subtitles, parse
+from pipeline.subtitles.write import cue_turns
 
 
 @pytest.mark.parametrize(
@@ -89,6 +90,36 @@ def test_json_schema(with_words):
         assert cue["words"][1] == {"start": 0.5, "end": 1.25, "word": " there.", "probability": 0.8}
     else:
         assert "words" not in cue
+
+
+def test_json_says_who_speaks_when():
+    turns = [(2.0, 3.5, "Speaker 2"), (0.0, 2.5, "Speaker 1")]  # (overlapping: two at once from 2 to 2.5 s)
+    data = json.loads(to_json([Cue(0.0, 3.5, "Hello there.")], "en", 4.0, turns))
+    assert data["speakers"] == [
+        {"start": 0.0, "end": 2.5, "speaker": "Speaker 1"},
+        {"start": 2.0, "end": 3.5, "speaker": "Speaker 2"},
+    ]
+    assert "speakers" not in json.loads(to_json([Cue(0.0, 3.5, "Hello there.")], "en", 4.0))
+
+
+@pytest.mark.parametrize(
+    ("turns", "name", "rttm"),
+    [
+        ([], "call", ""),
+        ([(1.25, 2.5, "Speaker 1")], "call", "SPEAKER call 1 1.250 1.250 <NA> <NA> Speaker_1 <NA> <NA>\n"),
+        # in order of time, overlapping turns both kept; spaces in names would split the fields
+        ([(2.0, 3.0, "Ann Lee"), (0.5, 2.25, "Bo")], "my talk", "SPEAKER my_talk 1 0.500 1.750 <NA> <NA> Bo <NA> <NA>\n"
+         "SPEAKER my_talk 1 2.000 1.000 <NA> <NA> Ann_Lee <NA> <NA>\n"),
+        ([(0.0, 1.0, " ")], " ", "SPEAKER _ 1 0.000 1.000 <NA> <NA> _ <NA> <NA>\n"),
+    ],
+)  # fmt: skip
+def test_rttm(turns, name, rttm):
+    assert to_rttm(turns, name) == rttm
+
+
+def test_edited_cues_say_who_speaks_when_cue_by_cue():
+    cues = [Cue(0.0, 1.0, "Hi.", speaker="Ann"), Cue(1.0, 2.0, "Hm."), Cue(2.0, 3.0, "Yes.", speaker="Bo")]
+    assert cue_turns(cues) == [(0.0, 1.0, "Ann"), (2.0, 3.0, "Bo")]
 
 
 @pytest.mark.parametrize(
