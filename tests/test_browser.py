@@ -75,9 +75,9 @@ def upload(page, files, shown: str) -> None:
     page.locator("#about").get_by_text(shown).wait_for(timeout=UPLOAD_TIMEOUT)
 
 
-def download_srt(page, tmp_path: Path) -> str:
-    """Wait for the download link, click it like a person would, return the SRT's text."""
-    link = page.locator('#downloads a[download$=".srt"]').first
+def download_srt(page, tmp_path: Path, suffix: str = ".srt") -> str:
+    """Wait for the download link, click it like a person would, return the SRT's (or other file's) text."""
+    link = page.locator(f'#downloads a[download$="{suffix}"]').first
     link.wait_for(timeout=JOB_TIMEOUT)
     with page.expect_download() as download:
         link.click()
@@ -375,9 +375,9 @@ def test_an_ass_file_brought_sets_the_style_fields(page, tmp_path):
 
 def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
     """Speakers: Auto. A real phone call of two women on one line (pyannote.audio's sample) shows two speakers in
-    the cue table and says "2 voices"; a recording of one voice, uploaded next and started at once, is transcribed
-    alone (the box holds both files until the upload is read: Generate waits) and shows no Speaker column and no
-    label in the files."""
+    the cue table and says "2 voices", and its RTTM says who speaks when: both, two at once somewhere; a recording of
+    one voice, uploaded next and started at once, is transcribed alone (the box holds both files until the upload is
+    read: Generate waits) and shows no Speaker column and no label in the files."""
     from conftest import speech_video
 
     call = speech_video("en_pyannote_call", tmp_path / "call.mp4")
@@ -385,12 +385,17 @@ def test_speakers_auto_on_a_phone_call_and_on_one_voice(page, videos, tmp_path):
     page.get_by_text("Advanced options").click()
     page.locator("#speakers input").click()
     page.get_by_role("option", name="Auto", exact=True).click()
+    page.get_by_label("RTTM (who speaks when)").check()
     page.locator("#generate").click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=JOB_TIMEOUT)
     assert "2 voices found" in page.locator("#status").inner_text()
     table = page.locator("#cues")
     assert table.get_by_text("Speaker 1", exact=True).count() >= 1
     assert table.get_by_text("Speaker 2", exact=True).count() >= 1
+    turns = [line.split() for line in download_srt(page, tmp_path, ".rttm").splitlines()]
+    assert {f[7] for f in turns} == {"Speaker_1", "Speaker_2"} and all(f[1] == "call" for f in turns)
+    ends = [(float(f[3]), float(f[3]) + float(f[4]), f[7]) for f in turns]
+    assert any(a[1] > b[0] and a[2] != b[2] for a, b in zip(ends, ends[1:]))  # (two at once)
 
     from playwright.sync_api import expect
 
