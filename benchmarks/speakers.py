@@ -418,7 +418,7 @@ def main() -> None:
                 found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
             run.turns_time += took + time.perf_counter() - started
             found = turns._in_order(found)
-            heard = turns.heard_turns(found, segmented) if segmented is not None else found
+            heard = turns.heard_turns(found, segmented, end=rec.duration) if segmented is not None else found
             if defaults and rec is recs[0] and run is runs[0]:  # (what the pipeline does)
                 pipeline = turns.speaker_turns(
                     rec.audio, regions, encoder, options=turns.TurnOptions(given), segmenter=segmenter

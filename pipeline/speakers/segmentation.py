@@ -123,7 +123,7 @@ def chunk_voices(
     one voice (`distinct`). Only chunks with more such talkers than `more_than` are embedded."""
     most = more_than
     for first, active in zip(segmented.starts.tolist(), segmented.active):
-        spans = heard_alone(active)
+        spans = heard_alone(active[: max(segmented.frames - first, 0)])  # (a short recording's chunk is padded)
         if len(spans) <= most:
             continue
         if stop is not None and stop.is_set():
@@ -131,8 +131,11 @@ def chunk_voices(
         embeddings = []
         for runs in spans:
             bounds = [(int(((first + a) * HOP + CENTRE - HOP / 2) * RATE), int(((first + b) * HOP + CENTRE - HOP / 2) * RATE)) for a, b in runs]  # fmt: skip
-            embeddings.append(encoder.embed(np.concatenate([audio[max(x, 0) : max(y, 0)] for x, y in bounds])))
-        most = max(most, distinct(np.stack(embeddings)))
+            samples = np.concatenate([audio[max(x, 0) : max(y, 0)] for x, y in bounds])
+            if len(samples) >= CHUNK_ALONE * RATE / 2:  # (frames past the end of the audio hold none)
+                embeddings.append(encoder.embed(samples))
+        if len(embeddings) > most:
+            most = max(most, distinct(np.stack(embeddings)))
     return most
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from pipeline.errors import OptionError
 from pipeline.speakers.clustering import cluster_voices, voice_count
-from pipeline.speakers.embeddings import Embedded, SpeakerEncoder
+from pipeline.speakers.embeddings import SAMPLE_RATE, Embedded, SpeakerEncoder
 from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, Segmenter, change_points, chunk_voices
 from pipeline.tuning import (
     TURN_MIN_RUN,
@@ -288,14 +288,15 @@ def speaker_turns(
     found = _in_order(found)
     if segmented is None:
         return SpeakerTurns(found, found)
-    return SpeakerTurns(found, heard_turns(found, segmented))
+    return SpeakerTurns(found, heard_turns(found, segmented, end=len(audio) / SAMPLE_RATE))
 
 
-def heard_turns(turns: Sequence[Turn], segmented: Segmented) -> list[Turn]:
+def heard_turns(turns: Sequence[Turn], segmented: Segmented, *, end: float | None = None) -> list[Turn]:
     """The turns, and a speaker added at each frame where segmentation-3.0 hears two talk and the turns have one, or
     hears one and the turns have none (3D-Speaker's "include overlap" step): the chunk's talker matched to the most
     frames of one of ours (the Hungarian assignment, chunk by chunk) that is most active there. Turns of two speakers
-    may then overlap; each speaker's are in order of time."""
+    may then overlap; each speaker's are in order of time, none past `end` (s: the recording's, a padded chunk's
+    frames heard no audio)."""
     from scipy.optimize import linear_sum_assignment
 
     speakers, frames = max((t.speaker for t in turns), default=-1) + 1, segmented.frames
@@ -324,6 +325,8 @@ def heard_turns(turns: Sequence[Turn], segmented: Segmented) -> list[Turn]:
     for speaker in range(speakers):
         edges = np.flatnonzero(np.diff(np.r_[0, ours[:, speaker], 0]))
         out += [Turn(_time(a), _time(b), speaker) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist())]
+    if end is not None:
+        out = [Turn(t.start, min(t.end, round(end, 3)), t.speaker) for t in out if t.start < end]
     return sorted(out, key=lambda t: (t.start, t.speaker))
 
 

@@ -25,7 +25,8 @@ def to_format(
 ) -> str:
     """The text of one subtitle file in format `fmt` (one of FORMATS); `labels`: how speakers show; `style`: the look
     of an ASS file on a picture of `size` (width, height), and whether words light up (ASS karaoke, WebVTT times);
-    `turns`: who speaks when, for JSON and RTTM (None: the cues' speakers, cue by cue); `name`: the RTTM's file."""
+    `turns`: who speaks when, the JSON's "speakers" and the RTTM (None: no "speakers"; the RTTM has the cues'
+    speakers, cue by cue); `name`: the RTTM's file."""
     if fmt == "srt":
         return to_srt(cues, duration, labels)
     if fmt == "vtt":

@@ -192,3 +192,15 @@ def test_heard_turns(turns, segmented, expected):
     from pipeline.speakers.turns import heard_turns
 
     assert heard_turns(turns, segmented) == expected
+
+
+def test_heard_turns_end_with_the_recording():
+    """A recording shorter than a chunk: the chunk's padding heard as speech ends where the audio does."""
+    from pipeline.speakers.turns import Turn, heard_turns
+
+    segmented = _chunks(300, (0, [(0, 10, 300)], 300))
+    end = _at(100) + 0.01
+    assert heard_turns(_turns((0, 10, 50)), segmented, end=end) == [Turn(_at(10), round(end, 3), 0)]
+    assert heard_turns(_turns((0, 10, 50)), _chunks(300, (0, [(0, 10, 50), (0, 200, 250)], 300)), end=end) == _turns(
+        (0, 10, 50)
+    )
