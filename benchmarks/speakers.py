@@ -412,7 +412,7 @@ def main() -> None:
             found = turns.turns_of(regions, spans, embedded, labels, step=args.step, ordered=False)
             if len({t.speaker for t in found}) > 1:  # (cut where the speaker changes, as speaker_turns does)
                 cuts = change_points(segmented)
-                voices = turns.voice_centroids(embeddings, labels)
+                voices = clustering.centroids(embeddings, labels, sorted(set(labels.tolist())))
                 found = turns.cut_at_changes(found, regions, cuts, rec.audio, encoder, voices)
             else:
                 found = turns.turns_of(regions, spans, embedded, labels, step=args.step)

@@ -44,13 +44,13 @@ def cluster_voices(
     else:  # (memory grows with the square of the windows: a sample is clustered, the rest join its centroids)
         sample = _sample(n)
         found = _agglomerative(embeddings[sample], distance=distance)
-        labels = _nearest(embeddings, _centroids(embeddings[sample], found))
+        labels = _nearest(embeddings, centroids(embeddings[sample], found))
         labels[sample] = found
     labels = _fold_small(embeddings, labels, min_share * n)
     found = sorted(set(labels.tolist()))
     if len(found) > speakers:
-        centroids = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
-        into = dict(zip(found, _agglomerative(centroids, count=speakers).tolist()))
+        means = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
+        into = dict(zip(found, _agglomerative(means, count=speakers).tolist()))
         labels = np.array([into[k] for k in labels.tolist()])
     elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:
         labels = _agglomerative(embeddings, count=min(speakers, n))
@@ -93,8 +93,8 @@ def voice_count(embeddings: np.ndarray) -> int:
     labels = _fold_small(points, labels, TURN_MIN_CLUSTER)
     while len(set(labels.tolist())) > 1:
         found = sorted(set(labels.tolist()))
-        centroids = _centroids(points, labels, found)
-        closeness = np.triu(centroids @ centroids.T, 1)
+        voices = centroids(points, labels, found)
+        closeness = np.triu(voices @ voices.T, 1)
         i, j = np.unravel_index(np.argmax(closeness), closeness.shape)
         if closeness[i, j] < TURN_MERGE:
             break
@@ -107,8 +107,8 @@ def _sample(n: int, most: int = TURN_MAX_CLUSTERED) -> np.ndarray:
     return np.linspace(0, n - 1, most).round().astype(int)
 
 
-def _centroids(points: np.ndarray, labels: np.ndarray, found: Sequence[int] | None = None) -> np.ndarray:
-    """Unit centroids of each label (of `found`, or of 0..max)."""
+def centroids(points: np.ndarray, labels: np.ndarray, found: Sequence[int] | None = None) -> np.ndarray:
+    """Unit centroids of each label (of `found`, or of 0..max): the voices of a clustering."""
     found = range(labels.max() + 1) if found is None else found
     centroids = np.stack([points[labels == k].mean(axis=0) for k in found])
     return centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -134,5 +134,5 @@ def _fold_small(embeddings: np.ndarray, labels: np.ndarray, least: float) -> np.
     large = [k for k in range(len(counts)) if counts[k] >= least]
     if not large or len(large) == len([c for c in counts if c]):
         return labels
-    nearest = np.array(large)[_nearest(embeddings, _centroids(embeddings, labels, large))]
+    nearest = np.array(large)[_nearest(embeddings, centroids(embeddings, labels, large))]
     return np.where(np.isin(labels, large), labels, nearest)

@@ -73,7 +73,10 @@ class Segmenter:
                 piece = audio[start : start + CHUNK]
                 batch[row, 0, : len(piece)] = piece
             request.infer({0: batch})
-            active.append(POWERSET[request.get_output_tensor(0).data.argmax(axis=-1)])
+            heard = POWERSET[request.get_output_tensor(0).data.argmax(axis=-1)]
+            for row, start in enumerate(starts[i : i + SEGMENT_BATCH]):  # (a padded chunk's padding: nobody)
+                heard[row, frame_at(max(n - start, 0) / RATE, heard.shape[1]) :] = 0
+            active.append(heard)
         at = np.round(np.array(starts) / RATE / HOP).astype(int)
         frames = int(np.ceil(n / RATE / HOP)) + 1
         return Segmented(starts=at, active=np.concatenate(active), frames=frames)
@@ -105,7 +108,17 @@ def change_points(segmented: Segmented) -> list[float]:
         heard[first + near : last - near] += 1  # (a change at a chunk's edge is not heard whole)
     agreed = np.r_[False, hits >= CHANGE_AGREE * np.maximum(heard, 1), False] & np.r_[False, heard > 0, False]
     edges = np.flatnonzero(np.diff(agreed.astype(np.int8)))
-    return [round(float((a + b - 1) / 2 * HOP + CENTRE), 3) for a, b in zip(edges[::2], edges[1::2])]
+    return [frame_time((a + b - 1) / 2) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist())]
+
+
+def frame_time(frame: float) -> float:
+    """Seconds at the middle of what a frame hears (on the recording's grid of HOP), to the millisecond."""
+    return round(float(frame * HOP + CENTRE), 3)
+
+
+def frame_at(t: float, frames: int) -> int:
+    """The frame whose middle is nearest `t` seconds, within [0, frames]."""
+    return min(max(int(round((t - CENTRE) / HOP)), 0), frames)
 
 
 def chunk_voices(
@@ -123,7 +136,7 @@ def chunk_voices(
     one voice (`distinct`). Only chunks with more such talkers than `more_than` are embedded."""
     most = more_than
     for first, active in zip(segmented.starts.tolist(), segmented.active):
-        spans = heard_alone(active[: max(segmented.frames - first, 0)])  # (a short recording's chunk is padded)
+        spans = heard_alone(active)
         if len(spans) <= most:
             continue
         if stop is not None and stop.is_set():
@@ -153,16 +166,9 @@ def heard_alone(active: np.ndarray) -> list[list[tuple[int, int]]]:
 
 
 def distinct(embeddings: np.ndarray, merge: float = CHUNK_MERGE) -> int:
-    """How many voices unit embeddings are, two with a cosine of `merge` or more being one (and so on, transitively)."""
-    n = len(embeddings)
-    group = list(range(n))
+    """How many voices unit embeddings are, two with a cosine of `merge` or more being one (and so on, transitively:
+    the components of that graph, by SciPy)."""
+    from scipy.sparse.csgraph import connected_components
 
-    def root(i: int) -> int:
-        while group[i] != i:
-            i = group[i]
-        return i
-
-    close = np.asarray(embeddings) @ np.asarray(embeddings).T >= merge
-    for i, j in zip(*np.nonzero(np.triu(close, 1))):
-        group[root(int(i))] = root(int(j))
-    return len({root(i) for i in range(n)})
+    embeddings = np.asarray(embeddings)
+    return int(connected_components(embeddings @ embeddings.T >= merge, directed=False)[0])

@@ -12,9 +12,9 @@ from functools import cache
 import numpy as np
 
 from pipeline.errors import OptionError
-from pipeline.speakers.clustering import cluster_voices, voice_count
+from pipeline.speakers.clustering import centroids, cluster_voices, voice_count
 from pipeline.speakers.embeddings import SAMPLE_RATE, Embedded, SpeakerEncoder
-from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, Segmenter, change_points, chunk_voices
+from pipeline.speakers.segmentation import Segmented, Segmenter, change_points, chunk_voices, frame_at, frame_time
 from pipeline.tuning import (
     TURN_MIN_RUN,
     TURN_PART,
@@ -82,7 +82,7 @@ def turns_of(
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
-    voices = voice_centroids(embedded.whole, labels)
+    voices = centroids(embedded.whole, labels, sorted(set(labels.tolist())))
     counts = [len(embedding_windows([region], step)) for region in regions]
     assert sum(counts) == len(spans), "spans are not embedding_windows(regions, step)"
     region_of = np.repeat(np.arange(len(regions)), counts)
@@ -111,12 +111,6 @@ def turns_of(
             elif end > start:
                 out.append(Turn(start, end, speaker))
     return _in_order(out) if ordered else out
-
-
-def voice_centroids(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """(voices, 192): each label's mean embedding as a unit vector, labels in sorted order."""
-    voices = np.stack([embeddings[labels == k].mean(axis=0) for k in sorted(set(labels.tolist()))])
-    return voices / np.linalg.norm(voices, axis=1, keepdims=True)
 
 
 def _in_order(turns: list[Turn]) -> list[Turn]:
@@ -283,7 +277,7 @@ def speaker_turns(
     labels = cluster_voices(embedded.whole, count)
     found = turns_of(regions, spans, embedded, labels, ordered=False)
     if segmented is not None and len({t.speaker for t in found}) > 1:
-        voices = voice_centroids(embedded.whole, labels)
+        voices = centroids(embedded.whole, labels, sorted(set(labels.tolist())))
         found = cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
     found = _in_order(found)
     if segmented is None:
@@ -302,7 +296,7 @@ def heard_turns(turns: Sequence[Turn], segmented: Segmented, *, end: float | Non
     speakers, frames = max((t.speaker for t in turns), default=-1) + 1, segmented.frames
     ours = np.zeros((frames, speakers), np.float32)
     for t in turns:
-        ours[_frame(t.start, frames) : _frame(t.end, frames), t.speaker] = 1
+        ours[frame_at(t.start, frames) : frame_at(t.end, frames), t.speaker] = 1
     votes = np.zeros((frames, speakers), np.float32)
     heard, chunks = np.zeros(frames, np.float32), np.zeros(frames, np.float32)
     for first, active in zip(segmented.starts.tolist(), segmented.active):
@@ -324,19 +318,10 @@ def heard_turns(turns: Sequence[Turn], segmented: Segmented, *, end: float | Non
     out = []
     for speaker in range(speakers):
         edges = np.flatnonzero(np.diff(np.r_[0, ours[:, speaker], 0]))
-        out += [Turn(_time(a), _time(b), speaker) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist())]
+        out += [Turn(frame_time(a), frame_time(b), speaker) for a, b in zip(edges[::2].tolist(), edges[1::2].tolist())]
     if end is not None:
         out = [Turn(t.start, min(t.end, round(end, 3)), t.speaker) for t in out if t.start < end]
     return sorted(out, key=lambda t: (t.start, t.speaker))
-
-
-def _frame(t: float, frames: int) -> int:
-    """The segmentation frame whose middle is nearest `t` seconds, within [0, frames]."""
-    return min(max(int(round((t - CENTRE) / HOP)), 0), frames)
-
-
-def _time(frame: int) -> float:
-    return round(float(frame * HOP + CENTRE), 3)
 
 
 def turn_options(value: str | int | None) -> TurnOptions | None:
