@@ -244,7 +244,7 @@ class _Stream:
             sub_start = max(a - LEAD_IN, start)
             sub = window.within(frame(sub_start), frame(b))
             _, found, _ = yield from self._window(sub, prompt)
-            found, retimed = take_new(found, current + again)
+            found, retimed = take_new(found, current + again, floor=self.options.logprob_threshold)
             current, again = retimed[: len(current)], retimed[len(current) :] + found
             todo[:0] = skipped(self.speech, sub_start, found, b)
         return sorted(split_around(current, again) + again, key=lambda seg: seg.start)

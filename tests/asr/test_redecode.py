@@ -3,6 +3,8 @@ adds, and where the window loop goes on."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from stages import SPEECH, said, segment
 
@@ -45,6 +47,20 @@ def test_missed_speech(seek, next_seek, decoded_end, expected):
 def test_uncovered(regions, segments, expected):
     found = uncovered(SpeechMap(regions, 100.0), 0.0, segments)
     assert found == [pytest.approx(e) for e in expected]
+
+
+def heard(seg: Decoded, probabilities: tuple[float, ...]) -> Decoded:
+    """`seg` with its words' probabilities as the aligner gives them, in order; later words keep theirs (1.0)."""
+    words = tuple(replace(w, probability=p) for w, p in zip(seg.words, probabilities)) + seg.words[len(probabilities) :]
+    return replace(seg, words=words)
+
+
+def _words(n: int, length: float, *, logprob: float) -> Decoded:
+    """n words of `length` s each from 16 s."""
+    return said(*((f" w{i}", 16.0 + i * length, 16.0 + (i + 1) * length) for i in range(n)), logprob=logprob)
+
+
+_LOW = (0.05, 0.1, 0.02)  # what the alignment gives words it hardly hears
 
 
 def _seconds(start: float, end: float) -> Decoded:
@@ -129,15 +145,27 @@ def test_merge_repeat(found, repeated, expected):
         (said((" 1455", 16.0, 17.0)), False),  # the words after it said again
         (said((" printed", 16.0, 17.0)), True),  # speech whisper skipped
         (said((" Thank", 16.0, 16.3), (" you", 16.3, 16.6), (" all.", 16.6, 17.0)), True),  # not just the filler
-        # whisper unsure of it: made up over 0.74 s of "psalters" (the speed benchmark's pauses recording)
-        (said((" That's", 16.0, 16.2), (" all", 16.2, 16.4), (" for now.", 16.4, 16.7), logprob=-0.92), False),
-        (said((" so", 16.0, 16.4), logprob=-0.78), False),
-        (said((" printed", 16.0, 17.0), logprob=-0.6), False),
         (said((" printed", 16.0, 17.0), logprob=-0.46), True),  # (the least sure of the real finds)
+        # under -0.6, whisper is unsure of its tokens: kept only if the words pass whisper's test for made-up text.
+        # Made up over 0.74 s of "psalters" (the speed benchmark's pauses recording) and "so" in another composition
+        # (their word probabilities were not recorded: here as low as seed 5's below)
+        (
+            heard(said((" That's", 16.0, 16.2), (" all", 16.2, 16.4), (" for now.", 16.4, 16.7), logprob=-0.92), _LOW),
+            False,
+        ),
+        (heard(said((" so", 16.0, 16.4), logprob=-0.78), (0.1,)), False),
+        # development seed 5: 24 words over 2.4 s of one voice, "nor of my antecedents" said twice
+        (heard(_words(24, 0.1, logprob=-0.72), (0.11, 0.03, 0.03, 0.03, 0.0, 0.01, 0.05, 0.28)), False),
+        # seed 18: a fast falsetto voice read right, "I really don't know how to talk like this." (8 of 9 words)
+        (heard(_words(9, 0.25, logprob=-0.70), (0.79, 0.92, 0.98, 0.93, 0.67, 0.59, 0.81, 0.98, 0.99)), True),
+        (heard(said((" printed", 16.0, 17.0), logprob=-0.6), (0.9,)), True),
+        (heard(said((" printed", 16.0, 17.0), logprob=-0.6), (0.1,)), False),  # (one word under 0.15: made up)
+        (heard(said((" printed", 16.0, 16.05), logprob=-0.6), (0.9,)), False),  # (0.05 s: too short a word)
+        (heard(said((" printed", 16.0, 17.0), logprob=-1.1), (0.9,)), False),  # under whisper's logprob_threshold
     ],
 )
 def test_take_new(found, new):
     segments = [said((" of", 15.2, 15.7), (" about", 15.7, 16.0)), said((" 1455,", 17.4, 18.0), (" that", 18.0, 18.2))]
-    kept, retimed = take_new([found], segments)
+    kept, retimed = take_new([found], segments, floor=-1.0)
     assert kept == ([found] if new else [])
     assert len(retimed) == len(segments) and all(s.text == r.text for s, r in zip(segments, retimed))

@@ -1,7 +1,8 @@
 """Re-decoding: speech the detector heard but whisper's text skipped, found and decoded again.
 
 uncovered and skipped find such stretches inside a window, each decoded on its own; take_new keeps what whisper is
-sure of and did not already write; missed_speech moves the loop back to speech skipped after the last text.
+sure of, or what passes whisper's own test for made-up words, and did not already write; missed_speech moves the loop
+back to speech skipped after the last text.
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ def skipped(speech: SpeechMap, start: float, found: list[Decoded], end: float) -
     return gaps
 
 
-def take_new(found: list[Decoded], segments: list[Decoded]) -> tuple[list[Decoded], list[Decoded]]:
-    """Of a re-decode's segments, the new speech (new_speech); and `segments` with the words the others say
-    again retimed to them (merge_repeat), so no words are written twice."""
+def take_new(
+    found: list[Decoded], segments: list[Decoded], *, floor: float | None
+) -> tuple[list[Decoded], list[Decoded]]:
+    """Of a re-decode's segments, the new speech (new_speech, `floor` the decode's logprob_threshold); and
+    `segments` with the words the others say again retimed to them (merge_repeat), so no words are written twice."""
     new = []
     for seg in found:
-        if not new_speech(seg):
+        if not new_speech(seg, floor=floor):
             continue
         retimed = merge_repeat(seg, segments)
         if retimed is None:
@@ -59,10 +62,31 @@ def take_new(found: list[Decoded], segments: list[Decoded]) -> tuple[list[Decode
     return new, segments
 
 
-def new_speech(seg: Decoded) -> bool:
-    """Whether whisper is sure of a segment decoded on its own (avg log-probability over SURE_LOGPROB) and it is
-    not a filler line: alone, whisper makes up lines over breaths and hums."""
-    return seg.result.avg_logprob > SURE_LOGPROB and not FILLERS.match(normalized(seg.text))
+def new_speech(seg: Decoded, *, floor: float | None) -> bool:
+    """Whether a segment decoded on its own is speech, not a filler line (alone, whisper makes up lines over breaths
+    and hums): whisper is sure of it (avg log-probability over SURE_LOGPROB), or, above `floor` (whisper's own
+    logprob_threshold), its words pass whisper's test for made-up text (anomalous). An unusual voice read right can
+    score under SURE_LOGPROB; a line made up over it is words the alignment does not hear (docs/longform.md)."""
+    if FILLERS.match(normalized(seg.text)):
+        return False
+    logprob = seg.result.avg_logprob
+    return logprob > SURE_LOGPROB or (logprob > (floor if floor is not None else -float("inf"))
+                                      and not anomalous(seg.words or ()))  # fmt: skip
+
+
+def anomalous(words) -> bool:
+    """whisper's own test for made-up text (its transcribe.py, is_segment_anomaly, which its
+    hallucination_silence_threshold uses), with its numbers: of the first 8 words, each scores 1 under a probability
+    of 0.15, and more the further its length lies outside 0.133-2 s; made up at a score of 3, or about 1 a word."""
+    words = [w for w in words if w.word not in _PUNCTUATION][:8]
+    if not words:
+        return False
+    score = sum((w.probability < 0.15) + max(0.133 - (w.end - w.start), 0.0) * 15 + max(w.end - w.start - 2.0, 0.0)
+                for w in words)  # fmt: skip
+    return score >= 3 or score + 0.01 >= len(words)
+
+
+_PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"  # whisper's: a word that is only punctuation is not scored
 
 
 def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
