@@ -37,6 +37,9 @@ _STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)
 _SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
 _RATE = re.compile(r", (\d{3,6}) Hz")
 _ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees")
+_START = re.compile(r"Duration: [^,\n]*, start: (-?\d+(?:\.\d+)?)")  # where the file's timeline starts, s
+_AUDIO = re.compile(r"Stream #\d+:\d+[^\n]*?: Audio: [^\n]*")
+_STREAM_START = re.compile(r", start (-?\d+(?:\.\d+)?)")  # a stream's, where it is not the file's
 
 
 # The demuxers an input may be read with: plain containers and audio files. Not playlists or anything else that
@@ -277,12 +280,29 @@ def load_audio(
         if error := out_of_memory(stderr, f"Decoding the audio of {path.name}", DECODE_MEMORY):
             raise error
         raise SubtitleError(f"ffmpeg cannot read {path.name} ({last_line(stderr)}): is it a video or audio file?")
-    audio = np.frombuffer(pcm, np.int16).astype(np.float32)
+    lead = int(round(audio_offset(stderr) * sample_rate))
+    if limits is not None:  # (an offset past the limit is refused below, without a buffer of its length)
+        lead = min(lead, int((limits.max_duration + 1) * sample_rate))
+    audio = np.zeros(lead + len(pcm) // 2, np.float32)
+    audio[lead:] = np.frombuffer(pcm, np.int16)
     del pcm  # the PCM bytes: 115 MB an hour
-    audio /= 32768.0  # in place: no second float copy of the whole recording
+    audio[lead:] /= 32768.0  # in place: no second float copy of the whole recording
     if limits is not None:
         check_limits(path.name, limits, duration=len(audio) / sample_rate)  # what it really was, not what it said
     return audio
+
+
+def audio_offset(listing: str) -> float:
+    """Seconds from the start of a file's timeline to its first audio sample, from ffmpeg's listing of the input:
+    an audio stream that starts after the video (a screen recording, a trimmed or joined video, a broadcast capture)
+    is decoded from its first sample, and its cues must start that much later to meet the picture. Never more than
+    the file says it lasts; 0 when it does not say."""
+    start, audio, length = _START.search(listing), _AUDIO.search(listing), _DURATION.search(listing)
+    own = audio and _STREAM_START.search(audio.group(0))  # (the first audio stream's: the one decoded)
+    if not (start and own and length):
+        return 0.0
+    h, m, s = length.groups()
+    return min(max(float(own.group(1)) - float(start.group(1)), 0.0), int(h) * 3600 + int(m) * 60 + float(s))
 
 
 def _existing(path: Path) -> Path:

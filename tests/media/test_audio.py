@@ -3,10 +3,12 @@ the bounds every ffmpeg runs under."""
 
 import os
 
+import numpy as np
 import pytest
+from conftest import clip_path, ffmpeg
 
 from pipeline.errors import SubtitleError
-from pipeline.media.audio import last_line, probe
+from pipeline.media.audio import SAMPLE_RATE, audio_offset, last_line, load_audio, probe
 
 
 @pytest.mark.parametrize(
@@ -80,3 +82,60 @@ def test_every_ffmpeg_runs_bounded_in_a_group_of_its_own(util_linux, monkeypatch
             assert os.getpgid(proc.pid) == proc.pid  # its own group
         finally:
             audio.kill_group(proc)
+
+
+_MP4_LATE = """  Duration: 00:00:14.00, start: 0.000000, bitrate: 1896 kb/s
+  Stream #0:0[0x1](und): Video: h264 (Constrained Baseline) (avc1 / 0x31637661), yuv420p(progressive), 640x360, 25 fps
+  Stream #0:1[0x2](und): Audio: aac (LC) (mp4a / 0x6134706D), 44100 Hz, stereo, fltp, 128 kb/s, start 1.976780 (default)
+"""
+_TS_LATE = """  Duration: 00:00:14.00, start: 1.400000, bitrate: 1990 kb/s
+  Stream #0:0[0x100]: Video: h264 (Constrained Baseline) ([27][0][0][0] / 0x001B), 640x360, 90k tbn, start 1.400000
+  Stream #0:1[0x101](und): Audio: aac (LC) ([15][0][0][0] / 0x000F), 44100 Hz, stereo, fltp, 130 kb/s, start 3.376778
+"""
+_TS = """  Duration: 00:00:11.02, start: 1.400000, bitrate: 16198 kb/s
+  Stream #0:0[0x100]: Video: h264 (Constrained Baseline) ([27][0][0][0] / 0x001B), 1080x1920, 90k tbn, start 1.423222
+  Stream #0:1[0x101](und): Audio: aac (LC) ([15][0][0][0] / 0x000F), 44100 Hz, stereo, fltp, 130 kb/s, start 1.400000
+"""
+_MP3 = """  Duration: 00:00:30.00, start: 0.138125, bitrate: 16 kb/s
+  Stream #0:0: Audio: mp3 (mp3float), 8000 Hz, mono, fltp, 16 kb/s, start 0.138125
+"""
+
+
+@pytest.mark.parametrize(
+    "listing, expected",
+    [
+        (_MP4_LATE, 1.97678),  # audio 2 s after the picture (ffmpeg's listings of real files, abridged)
+        (_TS_LATE, 3.376778 - 1.4),  # a broadcast capture: its timeline starts at 1.4 s
+        (_TS, 0.0),  # the audio starts with the file, the picture 23 ms later
+        (_MP3, 0.0),  # an MP3's encoder delay: the file starts with its audio
+        (_MP4_LATE.replace("start 1.976780 ", ""), 0.0),  # no start of its own: the file's
+        (_MP4_LATE.replace("00:00:14.00", "N/A"), 0.0),  # a file that does not say how long it is
+        (_MP4_LATE.replace("00:00:14.00", "00:00:01.50"), 1.5),  # never past its end
+        (_TS_LATE.replace("start 3.376778", "start 0.400000"), 0.0),  # (never before its start)
+        ("  Stream #0:0: Video: h264, 640x360, start 1.000000\n", 0.0),  # no audio
+    ],
+)
+def test_audio_offset(listing, expected):
+    assert audio_offset(listing) == pytest.approx(expected)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("container", ["mp4", "ts"])
+def test_audio_that_starts_after_the_picture_is_placed_on_the_files_timeline(container, tmp_path):
+    """A video whose audio starts 1.5 s after its picture (a screen recording, a trimmed or joined video) was decoded
+    from its first sample, and every cue came 1.5 s before its speech. The audio now starts where the file's timeline
+    does, as a player plays it: 1.5 s of silence, then the speech, in an MP4 and in an MPEG-TS whose timeline starts
+    at 1.4 s."""
+    clip = tmp_path / "speech.wav"
+    ffmpeg("-i", str(clip_path("en_ljs_LJ001-0001")), "-t", "3", str(clip))
+    late = tmp_path / "late.mp4"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10:duration=5", "-itsoffset", "1.5", "-i", str(clip),
+           "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(late))  # fmt: skip
+    if container == "ts":
+        late, mp4 = tmp_path / "late.ts", late
+        ffmpeg("-i", str(mp4), "-c", "copy", "-f", "mpegts", str(late))
+    speech, decoded = load_audio(clip), load_audio(late)
+    assert len(decoded) / SAMPLE_RATE == pytest.approx(1.5 + len(speech) / SAMPLE_RATE, abs=0.1)
+    assert np.abs(decoded[: int(1.45 * SAMPLE_RATE)]).max() < 1e-3
+    lag = np.argmax(np.correlate(decoded[: 3 * SAMPLE_RATE], speech[SAMPLE_RATE // 2 : SAMPLE_RATE], "valid"))
+    assert lag / SAMPLE_RATE - 0.5 == pytest.approx(1.5, abs=0.05)  # the speech where the picture has it
