@@ -190,17 +190,14 @@ class MediaInfo:
 def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     """What is in a media file, from `ffmpeg -i` (which exits non-zero because no output is given)."""
     path = _existing(path)
-    _, _, stderr = run_ffmpeg(ffmpeg_input(path), PROBE_TIMEOUT, stop, f"Reading {path.name}", memory=PROBE_MEMORY)
+    stderr = _listing(path, stop)
     streams = [(m.group(1), m.group(2), m.group(3)) for m in _STREAM.finditer(stderr)]
     if not streams and (error := out_of_memory(stderr, f"Reading {path.name}", PROBE_MEMORY)):
         raise error
     if not streams:  # (playlists, image sequences and other files that open more files are not read at all)
         log.info("%s: ffmpeg found no streams: %s", path.name, last_line(stderr))  # (ffmpeg's words: for the log)
         raise SubtitleError(f"{path.name} is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …")
-    duration = None
-    if m := _DURATION.search(stderr):
-        h, mi, s = m.groups()
-        duration = int(h) * 3600 + int(mi) * 60 + float(s)
+    duration = _duration(stderr)
     video = next((s for s in streams if s[0] == "Video" and "attached pic" not in s[2]), None)
     audio = next((s for s in streams if s[0] == "Audio"), None)
     width = height = None
@@ -264,14 +261,20 @@ def load_audio(
     """Decode the first audio stream to mono float32 in [-1, 1] at `sample_rate`.
 
     ffmpeg skips the video stream entirely (-vn) and writes raw PCM to a pipe, so video frames are never decoded
-    and never held in memory. With `limits`, ffmpeg stops 1 s past the longest duration allowed (whatever the
-    container claimed), the decoded length is checked again, and decoding may take 1 minute plus a tenth of that
-    duration. `stop` kills ffmpeg at once (Cancelled).
+    and never held in memory. The samples lie on the file's timeline, as a player plays them against the picture:
+    from the file's start (audio_offset) and with the gaps in the audio stream filled with silence (a screen
+    recording that dropped audio; only where the file says how long it is, and the filling stops 1 s past that).
+    With `limits`, ffmpeg stops 1 s past the longest duration allowed (whatever the container claimed), the decoded
+    length is checked again, and decoding may take 1 minute plus a tenth of that duration. `stop` kills ffmpeg at
+    once (Cancelled).
     """
     path = _existing(path)
-    cap = [] if limits is None else ["-t", f"{limits.max_duration + 1:.3f}"]
+    listing = _listing(path, stop)
+    longest = [d + 1 for d in (limits and limits.max_duration, _duration(listing)) if d is not None]
+    cap = ["-t", f"{min(longest):.3f}"] if longest else []
+    gaps = ["-af", "aresample=async=1000"] if _duration(listing) is not None else []  # (timestamps' gaps: silence)
     timeout = None if limits is None else 60 + limits.max_duration / 10
-    args = ["-threads", "0", *ffmpeg_input(path), "-map", "0:a:0", "-vn", "-sn", "-dn", *cap,
+    args = ["-threads", "0", *ffmpeg_input(path), "-map", "0:a:0", "-vn", "-sn", "-dn", *cap, *gaps,
             "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
     code, pcm, stderr = run_ffmpeg(args, timeout, stop, f"Decoding the audio of {path.name}")
     if code != 0:
@@ -280,7 +283,7 @@ def load_audio(
         if error := out_of_memory(stderr, f"Decoding the audio of {path.name}", DECODE_MEMORY):
             raise error
         raise SubtitleError(f"ffmpeg cannot read {path.name} ({last_line(stderr)}): is it a video or audio file?")
-    lead = int(round(audio_offset(stderr) * sample_rate))
+    lead = int(round(audio_offset(listing) * sample_rate))
     if limits is not None:  # (an offset past the limit is refused below, without a buffer of its length)
         lead = min(lead, int((limits.max_duration + 1) * sample_rate))
     audio = np.zeros(lead + len(pcm) // 2, np.float32)
@@ -297,12 +300,24 @@ def audio_offset(listing: str) -> float:
     an audio stream that starts after the video (a screen recording, a trimmed or joined video, a broadcast capture)
     is decoded from its first sample, and its cues must start that much later to meet the picture. Never more than
     the file says it lasts; 0 when it does not say."""
-    start, audio, length = _START.search(listing), _AUDIO.search(listing), _DURATION.search(listing)
+    start, audio, length = _START.search(listing), _AUDIO.search(listing), _duration(listing)
     own = audio and _STREAM_START.search(audio.group(0))  # (the first audio stream's: the one decoded)
-    if not (start and own and length):
+    if not (start and own) or length is None:
         return 0.0
-    h, m, s = length.groups()
-    return min(max(float(own.group(1)) - float(start.group(1)), 0.0), int(h) * 3600 + int(m) * 60 + float(s))
+    return min(max(float(own.group(1)) - float(start.group(1)), 0.0), length)
+
+
+def _listing(path: Path, stop: threading.Event | None) -> str:
+    """ffmpeg's listing of a file's streams (`ffmpeg -i`, which exits non-zero because no output is given)."""
+    return run_ffmpeg(ffmpeg_input(path), PROBE_TIMEOUT, stop, f"Reading {path.name}", memory=PROBE_MEMORY)[2]
+
+
+def _duration(listing: str) -> float | None:
+    """How long the file says it is, in seconds; None when it does not say."""
+    if not (m := _DURATION.search(listing)):
+        return None
+    h, mi, s = m.groups()
+    return int(h) * 3600 + int(mi) * 60 + float(s)
 
 
 def _existing(path: Path) -> Path:

@@ -120,22 +120,32 @@ def test_audio_offset(listing, expected):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("container", ["mp4", "ts"])
-def test_audio_that_starts_after_the_picture_is_placed_on_the_files_timeline(container, tmp_path):
-    """A video whose audio starts 1.5 s after its picture (a screen recording, a trimmed or joined video) was decoded
-    from its first sample, and every cue came 1.5 s before its speech. The audio now starts where the file's timeline
-    does, as a player plays it: 1.5 s of silence, then the speech, in an MP4 and in an MPEG-TS whose timeline starts
-    at 1.4 s."""
+@pytest.mark.parametrize("made", ["late.mp4", "late.ts", "gap.mp4"])
+def test_audio_is_placed_on_the_files_timeline(made, tmp_path):
+    """Cues meet the picture when the audio does not run from the file's start without a break. A video whose audio
+    starts 1.5 s after its picture (a screen recording, a trimmed or joined video) was decoded from its first sample,
+    and every cue came 1.5 s before its speech; one whose audio stream skips 1 s (dropped audio) put every cue after
+    the gap 1 s early. Now the audio is decoded as a player plays it: silence until the audio starts (in an MP4, and in
+    an MPEG-TS whose timeline starts at 1.4 s) and through the gap, the speech where the picture has it."""
     clip = tmp_path / "speech.wav"
     ffmpeg("-i", str(clip_path("en_ljs_LJ001-0001")), "-t", "3", str(clip))
-    late = tmp_path / "late.mp4"
-    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10:duration=5", "-itsoffset", "1.5", "-i", str(clip),
-           "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(late))  # fmt: skip
-    if container == "ts":
-        late, mp4 = tmp_path / "late.ts", late
-        ffmpeg("-i", str(mp4), "-c", "copy", "-f", "mpegts", str(late))
-    speech, decoded = load_audio(clip), load_audio(late)
-    assert len(decoded) / SAMPLE_RATE == pytest.approx(1.5 + len(speech) / SAMPLE_RATE, abs=0.1)
-    assert np.abs(decoded[: int(1.45 * SAMPLE_RATE)]).max() < 1e-3
-    lag = np.argmax(np.correlate(decoded[: 3 * SAMPLE_RATE], speech[SAMPLE_RATE // 2 : SAMPLE_RATE], "valid"))
-    assert lag / SAMPLE_RATE - 0.5 == pytest.approx(1.5, abs=0.05)  # the speech where the picture has it
+    picture = ["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10:duration=5"]
+    video = ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac"]
+    out = tmp_path / made
+    if made == "gap.mp4":  # the audio's timestamps jump by 1 s at the first frame from 1.5 s (at 1.58 s)
+        ffmpeg(*picture, "-i", str(clip), "-filter_complex", "[1:a]asetpts='if(gte(T,1.5),PTS+1/TB,PTS)'[a]",
+               "-map", "0:v", "-map", "[a]", *video, str(out))  # fmt: skip
+        silent, pieces = (1.62, 2.55), [(0.5, 1.0, 0.5), (2.0, 2.5, 3.0)]  # (clip's from, to, where it lies now)
+    else:
+        mp4 = tmp_path / "late.mp4"
+        ffmpeg(*picture, "-itsoffset", "1.5", "-i", str(clip), "-map", "0:v", "-map", "1:a", *video, str(mp4))
+        if made == "late.ts":
+            ffmpeg("-i", str(mp4), "-c", "copy", "-f", "mpegts", str(out))
+        silent, pieces = (0.0, 1.45), [(0.5, 1.0, 2.0), (2.0, 2.5, 3.5)]
+    speech, decoded = load_audio(clip), load_audio(out)
+    assert len(decoded) / SAMPLE_RATE == pytest.approx(len(speech) / SAMPLE_RATE + (1.0 if "gap" in made else 1.5),
+                                                       abs=0.1)  # fmt: skip
+    assert np.abs(decoded[int(silent[0] * SAMPLE_RATE) : int(silent[1] * SAMPLE_RATE)]).max() < 1e-3
+    for a, b, expected in pieces:
+        heard = np.correlate(decoded, speech[int(a * SAMPLE_RATE) : int(b * SAMPLE_RATE)], "valid")
+        assert np.argmax(heard) / SAMPLE_RATE == pytest.approx(expected, abs=0.05)
