@@ -263,16 +263,18 @@ def load_audio(
     ffmpeg skips the video stream entirely (-vn) and writes raw PCM to a pipe, so video frames are never decoded
     and never held in memory. The samples lie on the file's timeline, as a player plays them against the picture:
     from the file's start (audio_offset) and with the gaps in the audio stream filled with silence (a screen
-    recording that dropped audio; only where the file says how long it is, and the filling stops 1 s past that).
+    recording that dropped audio; only where the file says how long it is, not by estimate, and the decode stops at
+    twice that and a minute: a file can claim any gap).
     With `limits`, ffmpeg stops 1 s past the longest duration allowed (whatever the container claimed), the decoded
     length is checked again, and decoding may take 1 minute plus a tenth of that duration. `stop` kills ffmpeg at
     once (Cancelled).
     """
     path = _existing(path)
     listing = _listing(path, stop)
-    longest = [d + 1 for d in (limits and limits.max_duration, _duration(listing)) if d is not None]
+    said = None if "Estimating duration" in listing else _duration(listing)  # (an estimate can be far off)
+    longest = [d for d in (limits and limits.max_duration + 1, said and 2 * said + 60) if d]
     cap = ["-t", f"{min(longest):.3f}"] if longest else []
-    gaps = ["-af", "aresample=async=1000"] if _duration(listing) is not None else []  # (timestamps' gaps: silence)
+    gaps = ["-af", "aresample=async=1000"] if said else []  # timestamps' gaps as silence, up to twice its length
     timeout = None if limits is None else 60 + limits.max_duration / 10
     args = ["-threads", "0", *ffmpeg_input(path), "-map", "0:a:0", "-vn", "-sn", "-dn", *cap, *gaps,
             "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
