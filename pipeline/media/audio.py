@@ -184,7 +184,8 @@ class MediaInfo:
     audio_codec: str | None = None  # aac, mp3, opus, ...
     width: int | None = None  # as displayed: phone videos stored sideways with a rotation are swapped back
     height: int | None = None
-    sample_rate: int | None = None  # of the first audio stream, Hz
+    sample_rate: int | None = None  # of the audio stream transcribed (audio_track), Hz
+    audio_track: int = 0  # which audio stream a player plays, and we transcribe: the one marked default, else the first
 
 
 def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
@@ -199,7 +200,8 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
         raise SubtitleError(f"{path.name} is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …")
     duration = _duration(stderr)
     video = next((s for s in streams if s[0] == "Video" and "attached pic" not in s[2]), None)
-    audio = next((s for s in streams if s[0] == "Audio"), None)
+    track = audio_track(stderr)
+    audio = ([s for s in streams if s[0] == "Audio"][track:] or [None])[0]
     width = height = None
     if video and (size := _SIZE.search(video[2])):
         width, height = int(size.group(1)), int(size.group(2))
@@ -208,7 +210,7 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     rate = audio and _RATE.search(audio[2])
     return MediaInfo(
         duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height,
-        int(rate.group(1)) if rate else None,
+        int(rate.group(1)) if rate else None, track,
     )  # fmt: skip
 
 
@@ -258,7 +260,7 @@ def hms(seconds: float) -> str:
 def load_audio(
     path: Path, sample_rate: int = SAMPLE_RATE, limits: Limits | None = None, stop: threading.Event | None = None
 ) -> np.ndarray:
-    """Decode the first audio stream to mono float32 in [-1, 1] at `sample_rate`.
+    """Decode the audio stream a player plays (audio_track) to mono float32 in [-1, 1] at `sample_rate`.
 
     ffmpeg skips the video stream entirely (-vn) and writes raw PCM to a pipe, so video frames are never decoded
     and never held in memory. The samples lie on the file's timeline, as a player plays them against the picture:
@@ -276,7 +278,7 @@ def load_audio(
     cap = ["-t", f"{min(longest):.3f}"] if longest else []
     gaps = ["-af", "aresample=async=1000"] if said else []  # timestamps' gaps as silence, up to twice its length
     timeout = None if limits is None else 60 + limits.max_duration / 10
-    args = ["-threads", "0", *ffmpeg_input(path), "-map", "0:a:0", "-vn", "-sn", "-dn", *cap, *gaps,
+    args = ["-threads", "0", *ffmpeg_input(path), "-map", f"0:a:{audio_track(listing)}", "-vn", "-sn", "-dn", *cap, *gaps,
             "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
     code, pcm, stderr = run_ffmpeg(args, timeout, stop, f"Decoding the audio of {path.name}")
     if code != 0:
@@ -302,11 +304,18 @@ def audio_offset(listing: str) -> float:
     an audio stream that starts after the video (a screen recording, a trimmed or joined video, a broadcast capture)
     is decoded from its first sample, and its cues must start that much later to meet the picture. Never more than
     the file says it lasts; 0 when it does not say."""
-    start, audio, length = _START.search(listing), _AUDIO.search(listing), _duration(listing)
-    own = audio and _STREAM_START.search(audio.group(0))  # (the first audio stream's: the one decoded)
+    start, length, streams = _START.search(listing), _duration(listing), _AUDIO.findall(listing)
+    own = streams and _STREAM_START.search(streams[audio_track(listing)])  # (the stream decoded)
     if not (start and own) or length is None:
         return 0.0
     return min(max(float(own.group(1)) - float(start.group(1)), 0.0), length)
+
+
+def audio_track(listing: str) -> int:
+    """Which of a file's audio streams a player plays, from ffmpeg's listing: the first marked default (a film's
+    dubbed or commentary track may come before the one it plays), else the first."""
+    streams = _AUDIO.findall(listing)
+    return next((i for i, line in enumerate(streams) if "(default)" in line), 0)
 
 
 def _listing(path: Path, stop: threading.Event | None) -> str:

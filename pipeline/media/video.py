@@ -145,7 +145,7 @@ def burn(
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if _copies(media, BROWSER_AUDIO) else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
-                "-map", "0:V:0", "-map", "0:a:0?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
+                "-map", "0:V:0", "-map", f"0:a:{media.audio_track}?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
                 "-crf", str(options.crf), "-maxrate", str(BURN_MAX_RATE), "-bufsize", str(2 * BURN_MAX_RATE), *audio,
                 "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
         timeout = 60 + options.timeout_factor * duration
@@ -264,7 +264,7 @@ def preview(
     audio = ["-c:a", "copy"] if _copies(media, playable) else (
         ["-c:a", "libopus", "-b:a", "128k"] if webm else ["-c:a", "aac", "-b:a", str(AUDIO_RATE)])  # fmt: skip
     picture = ["-map", "0:V:0", "-c:v", "copy"] if media.has_video else ["-vn"]  # (V: never a cover picture)
-    args = [*ffmpeg_input(source), *picture, "-map", "0:a:0?", *audio, "-sn", "-dn",
+    args = [*ffmpeg_input(source), *picture, "-map", f"0:a:{media.audio_track}?", *audio, "-sn", "-dn",
             *([] if webm else ["-movflags", "+faststart"])]  # fmt: skip
     with work_folder("preview", out.resolve().parent) as work:
         duration = media.duration or 0.0

@@ -8,7 +8,7 @@ import pytest
 from conftest import clip_path, ffmpeg
 
 from pipeline.errors import SubtitleError
-from pipeline.media.audio import SAMPLE_RATE, audio_offset, last_line, load_audio, probe
+from pipeline.media.audio import SAMPLE_RATE, audio_offset, audio_track, last_line, load_audio, probe
 
 
 @pytest.mark.parametrize(
@@ -149,3 +149,39 @@ def test_audio_is_placed_on_the_files_timeline(made, tmp_path):
     for a, b, expected in pieces:
         heard = np.correlate(decoded, speech[int(a * SAMPLE_RATE) : int(b * SAMPLE_RATE)], "valid")
         assert np.argmax(heard) / SAMPLE_RATE == pytest.approx(expected, abs=0.05)
+
+
+_TWO_TRACKS = """  Stream #0:0: Video: h264 (Constrained Baseline), yuv420p(tv, progressive), 320x240 [SAR 1:1 DAR 4:3], 25 fps
+  Stream #0:1(fra): Audio: aac (LC), 44100 Hz, mono, fltp
+  Stream #0:2(eng): Audio: aac (LC), 44100 Hz, stereo, fltp (default)
+"""
+
+
+@pytest.mark.parametrize(
+    "listing, expected",
+    [
+        (_TWO_TRACKS, 1),  # a player plays the track marked default (ffmpeg's listing of a real file)
+        (_TWO_TRACKS.replace(" (default)", ""), 0),  # none marked: the first
+        (_TWO_TRACKS.replace("fltp\n", "fltp (default)\n", 1), 0),  # both: the first of them
+        (_MP4_LATE, 0),
+        ("  Stream #0:0: Video: h264 (default)\n", 0),  # no audio (the decode says so)
+    ],
+)
+def test_audio_track(listing, expected):
+    assert audio_track(listing) == expected
+
+
+@pytest.mark.slow
+def test_the_track_a_player_plays_is_transcribed(tmp_path):
+    """A video with a tone on its first audio track and the speech on its second, marked default (as a film with a
+    dubbed or commentary track first): a player plays the speech, and the tone was transcribed (no cues at all)."""
+    film = tmp_path / "film.mkv"
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10:duration=3", "-f", "lavfi", "-i", "sine=frequency=440",
+           "-i", str(clip_path("en_ljs_LJ001-0001")), "-t", "3", "-map", "0:v", "-map", "1:a", "-map", "2:a",
+           "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-disposition:a:0", "0",
+           "-disposition:a:1", "default", str(film))  # fmt: skip
+    assert probe(film).audio_track == 1
+    speech, decoded = load_audio(clip_path("en_ljs_LJ001-0001"))[: 3 * SAMPLE_RATE], load_audio(film)
+    heard = np.correlate(decoded, speech[SAMPLE_RATE : 2 * SAMPLE_RATE], "valid")
+    assert np.argmax(heard) / SAMPLE_RATE == pytest.approx(1.0, abs=0.05)
+    assert heard.max() > 0.5 * np.dot(speech[SAMPLE_RATE : 2 * SAMPLE_RATE], speech[SAMPLE_RATE : 2 * SAMPLE_RATE])
