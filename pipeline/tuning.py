@@ -217,7 +217,11 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
         f"{_L}::test_no_cues_in_music",
         f"{_L}::test_music_after_a_whisper_gets_no_cue",
     ),
-    "SURE_LOGPROB": (f"{_R}::test_take_new", f"{_D}::test_hallucination_guards"),
+    "SURE_LOGPROB": (
+        f"{_R}::test_take_new",
+        f"{_D}::test_hallucination_guards",
+        f"{_D}::test_text_where_no_speech_was_heard",
+    ),
     "LOUDNESS_STEP": (f"{_W}::test_gains",),
     "MAX_GAIN": (f"{_W}::test_gains",),
     "LOOP_REPEATS": (f"{_D}::test_cut_loop",),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from pipeline.asr.longform import Decoded
@@ -35,6 +37,14 @@ def said(*words: tuple[str, float, float], logprob: float = -0.3) -> Decoded:
     timed = tuple(Word(a, b, w) for w, a, b in words)
     text = "".join(w for w, _, _ in words).strip()
     return Decoded(timed[0].start, timed[-1].end, text, (1, 2), result(logprob=logprob), timed)
+
+
+def heard(seg: Decoded, probabilities: tuple[float, ...], *, no_speech: float | None = None) -> Decoded:
+    """`seg` with its words' probabilities as the aligner gives them, in order (later words keep theirs, 1.0), and
+    whisper's no-speech probability if given."""
+    words = tuple(replace(w, probability=p) for w, p in zip(seg.words, probabilities)) + seg.words[len(probabilities) :]
+    decode = seg.result if no_speech is None else replace(seg.result, no_speech_prob=no_speech)
+    return replace(seg, words=words, result=decode)
 
 
 def spans(seg: Decoded) -> list[tuple[float, float]]:

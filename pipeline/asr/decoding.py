@@ -84,7 +84,7 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
             result = decode_with_fallback(
                 model, mels[i], base=base, options=options, temperatures=options.temperatures[1:]
             )
-        if is_silence(result, options) or (not request.heard and not sure(result)):
+        if is_silence(result, options) or (not request.heard and not plausible(result, options.logprob_threshold)):
             result = None
         results[i] = result
     return [Answer(result, mel) for result, mel in zip(results, mels)]
@@ -99,6 +99,35 @@ def no_speech_prob(model: OVWhisper, mel: np.ndarray, options: DecodingOptions) 
 def sure(result: DecodingResult) -> bool:
     """Whether whisper is sure of a decode's text: it deems the audio speech and its words likely."""
     return result.no_speech_prob < SURE_NO_SPEECH and result.avg_logprob > SURE_LOGPROB
+
+
+def plausible(result: DecodingResult, floor: float | None) -> bool:
+    """Whether a decode where the detector heard no speech may hold some: whisper deems it speech, its words above
+    `floor` (its logprob_threshold). Which of its segments are kept: believed, once their words are timed."""
+    return result.no_speech_prob < SURE_NO_SPEECH and (floor is None or result.avg_logprob > floor)
+
+
+def believed(seg: Decoded, *, floor: float | None) -> bool:
+    """Whether to keep text where the detector heard no speech: whisper is sure of it (sure), or it is plausible and
+    its timed words pass whisper's own test for made-up text (anomalous). Alone after a sentence, a whisper read right
+    ("This is all very whispered.") scores -0.70, under SURE_LOGPROB; text made up over music or a breath is words
+    the alignment hardly hears (docs/longform.md, No text where nobody speaks)."""
+    return sure(seg.result) or (plausible(seg.result, floor) and bool(seg.words) and not anomalous(seg.words))
+
+
+def anomalous(words) -> bool:
+    """whisper's own test for made-up text (its transcribe.py, is_segment_anomaly, which its
+    hallucination_silence_threshold uses), with its numbers: of the first 8 words, each scores 1 under a probability
+    of 0.15, and more the further its length lies outside 0.133-2 s; made up at a score of 3, or about 1 a word."""
+    words = [w for w in words if w.word not in _PUNCTUATION][:8]
+    if not words:
+        return False
+    score = sum((w.probability < 0.15) + max(0.133 - (w.end - w.start), 0.0) * 15 + max(w.end - w.start - 2.0, 0.0)
+                for w in words)  # fmt: skip
+    return score >= 3 or score + 0.01 >= len(words)
+
+
+_PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"  # whisper's: a word that is only punctuation is not scored
 
 
 def echoes(tokens: list[int], prompt, eot: int) -> bool:
@@ -206,9 +235,11 @@ class Guard:
     """Hallucination guards, given where the speech is: no text without detected speech unless whisper is sure of
     it; no filler line or repeat of the segment before where the audio is mostly not speech."""
 
-    def __init__(self, speech: SpeechMap | None, compression_ratio_threshold: float | None):
+    def __init__(self, speech: SpeechMap | None, *, compression_ratio_threshold: float | None,
+                 logprob_threshold: float | None):  # fmt: skip
         self.speech = speech
         self.max_ratio = compression_ratio_threshold
+        self.floor = logprob_threshold
         self.previous = ""
 
     def keep(self, seg: Decoded) -> bool:
@@ -217,7 +248,7 @@ class Guard:
         key = normalized(seg.text)
         speech = 1.0 if self.speech is None else self.speech.fraction(seg.start, seg.end)
         looping = self.max_ratio is not None and result.compression_ratio > self.max_ratio
-        if self.speech is not None and speech == 0.0 and not sure(result):
+        if self.speech is not None and speech == 0.0 and not believed(seg, floor=self.floor):
             return False
         if speech < 0.5 and FILLERS.match(key):
             return False

@@ -199,7 +199,11 @@ class _Stream:
         """The stages, window after window (pipeline/asr/longform/__init__.py): plan, decode and place, re-decode what
         was skipped, snap, continue, guard."""
         options, speech, tokenizer = self.options, self.speech, self.tokenizer
-        guard = Guard(speech, options.compression_ratio_threshold)
+        guard = Guard(
+            speech,
+            compression_ratio_threshold=options.compression_ratio_threshold,
+            logprob_threshold=options.logprob_threshold,
+        )
         all_tokens: list[int] = []
         prompt_reset_since = 0
         if options.initial_prompt:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from stages import SPEECH, result, segment
+from stages import SPEECH, heard, result, said, segment
 from whisper.tokenizer import get_tokenizer
 
 from pipeline.asr.decoding import Guard, cut_loop, echoes, is_quiet, is_silence, needs_fallback, split_at_timestamps
@@ -33,13 +35,34 @@ from pipeline.asr.options import TranscribeOptions
     ],
 )
 def test_hallucination_guards(segments, kept):
-    guard = Guard(SPEECH, 2.4)
+    guard = Guard(SPEECH, compression_ratio_threshold=2.4, logprob_threshold=-1.0)
     found = [guard.keep(segment(t, s, e, r)) for t, s, e, r in segments]
     assert found == kept
 
 
+_WHISPERED = said((" This", 5.0, 5.3), (" is", 5.3, 5.5), (" all", 5.5, 5.8), (" very", 5.8, 6.2),
+                  (" whispered.", 6.2, 6.9), logprob=-0.70)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("seg", "kept"),
+    [
+        # where the detector heard no speech, whisper unsure of its tokens: kept if its timed words pass whisper's own
+        # test for made-up text. A whisper after a sentence, read right at -0.70 (development seeds 6 and 30)
+        (heard(_WHISPERED, (0.6, 0.9, 0.8, 0.7, 0.5), no_speech=0.14), True),
+        (heard(_WHISPERED, (0.1, 0.05, 0.1, 0.02, 0.1), no_speech=0.14), False),  # words the alignment hardly hears
+        (heard(_WHISPERED, (0.6, 0.9, 0.8, 0.7, 0.5), no_speech=0.96), False),  # whisper deems it silence
+        (heard(replace(_WHISPERED, result=result(0.14, -1.1)), (0.6, 0.9, 0.8, 0.7, 0.5)), False),  # under -1.0
+        (replace(_WHISPERED, words=None), False),  # not timed: sure or nothing
+        (heard(said((" Thank", 5.0, 5.3), (" you.", 5.3, 5.6), logprob=-0.8), (0.9, 0.9)), False),  # a filler
+    ],
+)
+def test_text_where_no_speech_was_heard(seg, kept):
+    assert Guard(SPEECH, compression_ratio_threshold=2.4, logprob_threshold=-1.0).keep(seg) is kept
+
+
 def test_no_guard_but_repeats_without_speech_detection():
-    guard = Guard(None, 2.4)
+    guard = Guard(None, compression_ratio_threshold=2.4, logprob_threshold=-1.0)
     assert guard.keep(segment("Thanks for watching!", 5.0, 8.0, result(0.7, -0.9)))
     assert not guard.keep(segment("Thanks for watching!", 8.0, 9.0, result(ratio=3.0)))
 

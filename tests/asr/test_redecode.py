@@ -3,10 +3,8 @@ adds, and where the window loop goes on."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
-from stages import SPEECH, said, segment
+from stages import SPEECH, heard, said, segment
 
 from pipeline.asr.longform import Decoded
 from pipeline.asr.longform.redecode import merge_repeat, missed_speech, skipped, split_around, take_new, uncovered
@@ -47,12 +45,6 @@ def test_missed_speech(seek, next_seek, decoded_end, expected):
 def test_uncovered(regions, segments, expected):
     found = uncovered(SpeechMap(regions, 100.0), 0.0, segments)
     assert found == [pytest.approx(e) for e in expected]
-
-
-def heard(seg: Decoded, probabilities: tuple[float, ...]) -> Decoded:
-    """`seg` with its words' probabilities as the aligner gives them, in order; later words keep theirs (1.0)."""
-    words = tuple(replace(w, probability=p) for w, p in zip(seg.words, probabilities)) + seg.words[len(probabilities) :]
-    return replace(seg, words=words)
 
 
 def _words(n: int, length: float, *, logprob: float) -> Decoded:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipeline.asr.decoding import FILLERS
+from pipeline.asr.decoding import FILLERS, anomalous
 from pipeline.asr.longform import Decoded
 from pipeline.asr.mel import FRAMES_PER_SECOND
 from pipeline.asr.results import normalized
@@ -72,21 +72,6 @@ def new_speech(seg: Decoded, *, floor: float | None) -> bool:
     logprob = seg.result.avg_logprob
     return logprob > SURE_LOGPROB or (logprob > (floor if floor is not None else -float("inf"))
                                       and not anomalous(seg.words or ()))  # fmt: skip
-
-
-def anomalous(words) -> bool:
-    """whisper's own test for made-up text (its transcribe.py, is_segment_anomaly, which its
-    hallucination_silence_threshold uses), with its numbers: of the first 8 words, each scores 1 under a probability
-    of 0.15, and more the further its length lies outside 0.133-2 s; made up at a score of 3, or about 1 a word."""
-    words = [w for w in words if w.word not in _PUNCTUATION][:8]
-    if not words:
-        return False
-    score = sum((w.probability < 0.15) + max(0.133 - (w.end - w.start), 0.0) * 15 + max(w.end - w.start - 2.0, 0.0)
-                for w in words)  # fmt: skip
-    return score >= 3 or score + 0.01 >= len(words)
-
-
-_PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"  # whisper's: a word that is only punctuation is not scored
 
 
 def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
