@@ -232,8 +232,9 @@ def split_at_timestamps(
 
 
 class Guard:
-    """Hallucination guards, given where the speech is: no text without detected speech unless whisper is sure of
-    it; no filler line or repeat of the segment before where the audio is mostly not speech."""
+    """Hallucination guards, given where the speech is: no text without detected speech unless it is believed (whisper
+    is sure of it, or its timed words pass whisper's test); no filler line or repeat of the segment before where the
+    audio is mostly not speech."""
 
     def __init__(self, speech: SpeechMap | None, *, compression_ratio_threshold: float | None,
                  logprob_threshold: float | None):  # fmt: skip

@@ -3,6 +3,8 @@ adds, and where the window loop goes on."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from stages import SPEECH, heard, said, segment
 
@@ -154,6 +156,7 @@ def test_merge_repeat(found, repeated, expected):
         (heard(said((" printed", 16.0, 17.0), logprob=-0.6), (0.1,)), False),  # (one word under 0.15: made up)
         (heard(said((" printed", 16.0, 16.05), logprob=-0.6), (0.9,)), False),  # (0.05 s: too short a word)
         (heard(said((" printed", 16.0, 17.0), logprob=-1.1), (0.9,)), False),  # under whisper's logprob_threshold
+        (replace(said((" printed", 16.0, 17.0), logprob=-0.7), words=None), False),  # not timed: sure or nothing
     ],
 )
 def test_take_new(found, new):

@@ -65,13 +65,13 @@ def take_new(
 def new_speech(seg: Decoded, *, floor: float | None) -> bool:
     """Whether a segment decoded on its own is speech, not a filler line (alone, whisper makes up lines over breaths
     and hums): whisper is sure of it (avg log-probability over SURE_LOGPROB), or, above `floor` (whisper's own
-    logprob_threshold), its words pass whisper's test for made-up text (anomalous). An unusual voice read right can
-    score under SURE_LOGPROB; a line made up over it is words the alignment does not hear (docs/longform.md)."""
+    logprob_threshold), its timed words pass whisper's test for made-up text (anomalous). An unusual voice read right
+    can score under SURE_LOGPROB; a line made up over it is words the alignment does not hear (docs/longform.md)."""
     if FILLERS.match(normalized(seg.text)):
         return False
     logprob = seg.result.avg_logprob
-    return logprob > SURE_LOGPROB or (logprob > (floor if floor is not None else -float("inf"))
-                                      and not anomalous(seg.words or ()))  # fmt: skip
+    above = floor is None or logprob > floor
+    return logprob > SURE_LOGPROB or (above and bool(seg.words) and not anomalous(seg.words))
 
 
 def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
