@@ -45,6 +45,13 @@ from pipeline.media.audio import SAMPLE_RATE
         (((0.0, 10.0), (13.0, 13.3), (25.0, 30.0)), [(12.5, 15.0), (16.2, 19.0)], 1280, ((1280, 1930),), True),
         (((0.0, 10.0), (13.0, 13.3), (25.0, 30.0)), [(12.5, 15.0), (17.5, 19.0)], 1280, ((1280, 1530),), True),
         (((0.0, 10.0), (13.0, 13.3), (25.0, 30.0)), [(12.5, 15.0), (16.2, 24.5)], 1280, ((1280, 1530),), True),
+        # ... also after a pause too short to leave out (a sentence's): the window ends in that pause, and the next
+        # starts with the sound that runs into the blip (a whisper starts before the detector hears it)
+        (((0.0, 10.0), (11.5, 11.8), (20.0, 30.0)), [(11.2, 15.0)], 0, ((0, 1075),), True),
+        (((0.0, 10.0), (11.5, 11.8), (20.0, 30.0)), [(11.2, 15.0)], 1075, ((1100, 1530),), True),
+        (((0.0, 10.0), (11.5, 11.8), (20.0, 30.0)), [], 0, ((0, 1240), (1960, 3100)), True),  # (no sound: a "yes")
+        (((0.0, 10.0), (10.3, 10.6), (20.0, 30.0)), [(10.4, 15.0)], 0, ((0, 1160),), True),  # (a word: no pause)
+        (((0.0, 10.0), (11.5, 12.8), (20.0, 30.0)), [(11.2, 15.0)], 0, ((0, 1380),), True),  # (over 1 s: no blip)
         # ... a sound too close to the next speech for a window of its own (under 3 s of pause): an ordinary pause
         (((0.0, 10.0), (12.5, 20.0), (20.6, 40.0)), [(11.0, 12.0)], 0, ((0, 2030),), True),
         # ... or too little room is left for more speech; or the speech after it has no pause before 30 s

@@ -138,7 +138,8 @@ def plan_window(speech: SpeechMap, seek: int, content_frames: int) -> Window | N
             return _speech_window(speech, start, content_frames)
     if onset is None:
         return None
-    return _speech_window(speech, max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND)), content_frames)
+    start = max(seek, int((onset - LEAD_IN) * FRAMES_PER_SECOND))
+    return _speech_window(speech, start, content_frames, earliest=seek)
 
 
 def _sounds(speech: SpeechMap, start: float, end: float, onset: float | None) -> list[tuple[float, float]]:
@@ -147,8 +148,9 @@ def _sounds(speech: SpeechMap, start: float, end: float, onset: float | None) ->
             if b - a >= SOUND_ALONE or (onset is not None and onset - b < SOUND_BRIDGE)]  # fmt: skip
 
 
-def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> Window:
-    """A window of detected speech from `start` (see plan_window)."""
+def _speech_window(speech: SpeechMap, start: int, content_frames: int, *, earliest: int | None = None) -> Window:
+    """A window of detected speech from `start` (see plan_window); one that starts with a blip of speech in a sound
+    starts with the sound, not before `earliest`."""
     pieces: list[tuple[int, int]] = []
     room = N_FRAMES  # frames the window still has
     total = content_frames / FRAMES_PER_SECOND
@@ -168,12 +170,15 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> Window
                 if pieces and not silent:  # a blip of detected speech in a sound (a whisper): its own window
                     return Window(tuple(pieces))
                 if not silent and b - a - PAUSE_TAIL >= UNHEARD:  # ... a window that starts with such a blip:
+                    first = _sound_start(speech, start, a, b, earliest=earliest)
                     return Window(
-                        ((start, _blip_end(speech, a, b, limit=limit, onset=onset)),)
+                        ((first, _blip_end(speech, a, b, limit=limit, onset=onset)),)
                     )  # the blip and its sound, alone
                 continue
             if silent or b >= total or b - a - PAUSE_TAIL >= UNHEARD:
                 ends = (a, b)  # the speech ends, or there is no room left, or a sound gets a window of its own
+                if not silent and b < total:  # (a blip in that sound, a sentence's pause after the speech: a whisper
+                    ends = _before_blip(every, a, start_t) or ends  # that goes on; it gets the window after this)
                 break
             # (a sound too close to the next speech for a window of its own: plan_window would not look for it)
         if resume is not None:
@@ -196,6 +201,27 @@ def _speech_window(speech: SpeechMap, start: int, content_frames: int) -> Window
         a, b = ends
         end_t = min(a + min(PAUSE_TAIL, (b - a) / 2), limit_t)
         return Window((*pieces, (start, max(start + 1, min(frame(end_t), limit)))))
+
+
+def _before_blip(pauses: list[tuple[float, float]], a: float, start_t: float) -> tuple[float, float] | None:
+    """The pause before the speech that ends at `a`, when that speech is a blip (1 s at most: as short as a window
+    may not end within) after a SENTENCE_PAUSE, and the window may end in it; else None."""
+    before = [p for p in pauses if p[1] <= a]
+    if not before:
+        return None
+    p = before[-1]
+    blip = a - p[1] <= 1.0 and p[1] - p[0] >= SENTENCE_PAUSE and p[0] > start_t + 1.0
+    return p if blip else None
+
+
+def _sound_start(speech: SpeechMap, start: int, a: float, b: float, *, earliest: int | None) -> int:
+    """Where a window that starts with a blip of detected speech (ending at `a`, a pause to `b` after it) starts:
+    at the sound that runs into the blip, not before `earliest` (a whisper starts before the detector hears it)."""
+    if earliest is None or earliest >= start:
+        return start
+    sounds = speech.sounds(earliest / FRAMES_PER_SECOND, b - LEAD_IN)
+    into = [s for s in sounds if s[0] < start / FRAMES_PER_SECOND + LEAD_IN < s[1] + SOUND_BRIDGE]
+    return max(earliest, min(start, frame(into[0][0] - LEAD_IN))) if into else start
 
 
 def _blip_end(speech: SpeechMap, a: float, b: float, *, limit: int, onset: float | None) -> int:
