@@ -33,6 +33,7 @@ _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
+_HDR = re.compile(r"/(smpte2084|arib-std-b67)\b")  # the transfer in "yuv420p10le(tv, bt2020nc/bt2020/arib-std-b67)"
 _STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)")
 _SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
 _RATE = re.compile(r", (\d{3,6}) Hz")
@@ -186,6 +187,7 @@ class MediaInfo:
     height: int | None = None
     sample_rate: int | None = None  # of the audio stream transcribed (audio_track), Hz
     audio_track: int = 0  # which audio stream a player plays, and we transcribe: the one marked default, else the first
+    hdr: bool = False  # the picture is HDR (PQ or HLG: phones record HLG): burned in, it is tone-mapped to SDR
 
 
 def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
@@ -210,7 +212,7 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     rate = audio and _RATE.search(audio[2])
     return MediaInfo(
         duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height,
-        int(rate.group(1)) if rate else None, track,
+        int(rate.group(1)) if rate else None, track, bool(video and _HDR.search(video[2])),
     )  # fmt: skip
 
 

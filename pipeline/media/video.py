@@ -45,6 +45,13 @@ from pipeline.subtitles.ass import (  # (the look of subtitles: pipeline/subtitl
 from pipeline.subtitles.cues import Cue
 from pipeline.subtitles.formats import Labels, to_srt
 
+# HDR (PQ or HLG) to SDR BT.709, as ffmpeg's tonemap filter documents it: to linear light with HDR reference white
+# (203 cd/m2, ITU-R BT.2408) as 1.0, BT.709 primaries, the curve, back to BT.709. Mobius keeps in-range colours and
+# contrast and rolls off only the highlights (Hable darkens all of it). Without this, a phone's HLG video burned into
+# 8-bit H.264 came out grey and washed out.
+TONE_MAP = ("zscale=w={w}:h={h}:t=linear:npl=203,format=gbrpf32le,zscale=p=bt709,tonemap=tonemap=mobius,"
+            "zscale=t=bt709:m=bt709:r=tv,format=yuv420p")  # fmt: skip
+SDR_TAGS = ["-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709"]
 MAX_PIXELS = 1920 * 1080  # burned-in video is at most this big (4K and 8K are scaled down: the encode stays bounded)
 BROWSER_AUDIO = {"aac", "mp3"}  # audio codecs an MP4 can carry and every browser plays: copied, not re-encoded
 WEBM_AUDIO = {"opus", "vorbis"}  # the same for WebM
@@ -141,12 +148,17 @@ def burn(
         # (the ass filter comes first so it sees the source's pixels)
         # even sizes (x264 with yuv420p needs them), and at most MAX_PIXELS: a bigger picture is scaled down
         f = min(1.0, (MAX_PIXELS / (media.width * media.height)) ** 0.5)
-        vf = f"ass=subs.ass:fontsdir=fonts,scale=trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2,format=yuv420p"
+        size = f"trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2"
+        vf = f"ass=subs.ass:fontsdir=fonts,scale={size},format=yuv420p"
+        if media.hdr:  # tone-mapped to SDR first, at the output's size (the float maths costs per pixel)
+            w, h = size.split(":")
+            vf = TONE_MAP.format(w=w, h=h) + ",ass=subs.ass:fontsdir=fonts"
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if _copies(media, BROWSER_AUDIO) else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
                 "-map", "0:V:0", "-map", f"0:a:{media.audio_track}?", "-vf", vf, "-c:v", "libx264", "-threads", str(threads), "-preset", preset,
                 "-crf", str(options.crf), "-maxrate", str(BURN_MAX_RATE), "-bufsize", str(2 * BURN_MAX_RATE), *audio,
+                *(SDR_TAGS if media.hdr else []),
                 "-movflags", "+faststart", "-sn", "-dn"]  # fmt: skip
         timeout = 60 + options.timeout_factor * duration
         return _write(

@@ -80,6 +80,30 @@ MEDIA = [
         True,
     ),  # fmt: skip
     ("two-tracks.mkv", ["-map", "0:a", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac"], True),
+    (
+        "iphone-hlg.mov",  # HDR as phones record it: HEVC Main 10, BT.2020, HLG
+        [
+            "-vf",
+            "format=yuv420p10le,zscale=pin=bt709:tin=bt709:min=bt709:rin=tv:p=bt2020:t=arib-std-b67:m=bt2020nc:npl=203",
+            "-c:v",
+            "libx265",
+            "-preset",
+            "ultrafast",
+            "-x265-params",
+            "log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc",
+            "-tag:v",
+            "hvc1",
+            "-color_primaries",
+            "bt2020",
+            "-color_trc",
+            "arib-std-b67",
+            "-colorspace",
+            "bt2020nc",
+            "-c:a",
+            "aac",
+        ],
+        True,
+    ),  # fmt: skip
 ]
 
 

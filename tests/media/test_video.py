@@ -243,3 +243,36 @@ def test_hostile_file_name_burns_correctly(source, tmp_path):
     read = words(ocr(frame(out, 2.0)[int(0.7 * 360) :], tmp_path))
     assert len(read & words(CUES[0].text)) >= 0.7 * len(words(CUES[0].text))
     assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temporary file left beside it
+
+
+def colour_frame(video: Path, at: float) -> np.ndarray:
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
+         "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout  # fmt: skip
+    info = probe(video)
+    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transfer", ["arib-std-b67", "smpte2084"])  # HLG (as phones record), PQ (HDR10)
+def test_hdr_video_burns_as_its_colours_not_washed_out(tmp_path, transfer):
+    """An HDR video, burned in, looks like the same picture in SDR: tone-mapped, tagged BT.709. Before, its 10-bit
+    HDR signal went into 8-bit H.264 as it was: grey and washed out (74-94 levels off, a quarter to two fifths of the
+    saturation). The HDR
+    clip is made from an SDR one as ITU-R BT.2408 maps SDR into HDR (its white at HDR reference white), in HEVC Main
+    10 tagged as a phone tags it."""
+    sdr, hdr = tmp_path / "sdr.mp4", tmp_path / "hdr.mov"
+    ffmpeg("-i", str(clip_path(ENGLISH[0])), "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-map", "1:v",
+           "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
+           "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709", "-c:a", "aac", str(sdr))  # fmt: skip
+    to_hdr = f"p=bt2020:t={transfer}:m=bt2020nc:r=tv:npl=203"
+    ffmpeg("-i", str(sdr), "-vf", f"format=yuv420p10le,zscale=pin=bt709:tin=bt709:min=bt709:rin=tv:{to_hdr},format=yuv420p10le",
+           "-c:v", "libx265", "-x265-params", f"log-level=error:colorprim=bt2020:transfer={transfer}:colormatrix=bt2020nc",
+           "-color_primaries", "bt2020", "-color_trc", transfer, "-colorspace", "bt2020nc", "-c:a", "copy", str(hdr))  # fmt: skip
+    assert probe(hdr).hdr and not probe(sdr).hdr
+    out = burn(hdr, CUES, tmp_path / "burned.mp4", language="en", options=BurnOptions(preview_seconds=3.0))
+    assert not probe(out).hdr  # (tagged BT.709: players show it as SDR)
+    above = slice(0, int(0.6 * 360))  # (the cue is drawn below)
+    original, burned = colour_frame(sdr, 2.0)[above], colour_frame(out, 2.0)[above]
+    assert np.abs(burned - original).mean() < 30  # measured 25 levels; washed out, 74-94
+    assert np.ptp(burned, axis=2).mean() > 0.75 * np.ptp(original, axis=2).mean()  # measured 80-81 %; washed out, 25-42 %
