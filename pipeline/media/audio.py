@@ -34,6 +34,7 @@ _PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _HDR = re.compile(r"/(smpte2084|arib-std-b67)\b")  # the transfer in "yuv420p10le(tv, bt2020nc/bt2020/arib-std-b67)"
+_SAR = re.compile(r"\[SAR (\d+):(\d+) DAR")  # "720x576 [SAR 64:45 DAR 16:9]": pixels 64/45 as wide as high
 _STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)")
 _SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
 _RATE = re.compile(r", (\d{3,6}) Hz")
@@ -188,6 +189,14 @@ class MediaInfo:
     sample_rate: int | None = None  # of the audio stream transcribed (audio_track), Hz
     audio_track: int = 0  # which audio stream a player plays, and we transcribe: the one marked default, else the first
     hdr: bool = False  # the picture is HDR (PQ or HLG: phones record HLG): burned in, it is tone-mapped to SDR
+    pixel_aspect: float = 1.0  # a pixel's width over its height as shown: not 1 on DVDs, HDV and broadcast (anamorphic)
+
+    @property
+    def shown_size(self) -> tuple[int, int] | None:
+        """(width, height) of the picture in square pixels, as a player shows it (even: what burning draws on)."""
+        if not self.width or not self.height:
+            return None
+        return max(2, round(self.width * self.pixel_aspect / 2) * 2), self.height
 
 
 def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
@@ -205,14 +214,17 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     track = audio_track(stderr)
     audio = ([s for s in streams if s[0] == "Audio"][track:] or [None])[0]
     width = height = None
+    pixel_aspect = 1.0
     if video and (size := _SIZE.search(video[2])):
         width, height = int(size.group(1)), int(size.group(2))
+        if (sar := _SAR.search(video[2])) and int(sar.group(1)) and int(sar.group(2)):
+            pixel_aspect = int(sar.group(1)) / int(sar.group(2))
         if (rotation := _ROTATION.search(stderr)) and round(float(rotation.group(1))) % 180 == 90:
-            width, height = height, width
+            width, height, pixel_aspect = height, width, 1 / pixel_aspect
     rate = audio and _RATE.search(audio[2])
     return MediaInfo(
         duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height,
-        int(rate.group(1)) if rate else None, track, bool(video and _HDR.search(video[2])),
+        int(rate.group(1)) if rate else None, track, bool(video and _HDR.search(video[2])), pixel_aspect,
     )  # fmt: skip
 
 

@@ -135,7 +135,8 @@ def burn(
         duration = min(duration, options.preview_seconds) if duration else options.preview_seconds
     # (the work folder sits beside the output: a server's job folder, swept when a killed server restarts)
     with work_folder("burn", Path(out).resolve().parent) as work:
-        script = script or to_ass(cues, media.width, media.height, style=style, language=language, labels=labels)
+        width, height = media.shown_size  # (drawn in square pixels: on an anamorphic picture the text would stretch)
+        script = script or to_ass(cues, width, height, style=style, language=language, labels=labels)
         (work / "subs.ass").write_text(script, encoding="utf-8")
         if max_bytes is not None:  # the script counts in what the job may write
             if (size := (work / "subs.ass").stat().st_size) >= max_bytes:
@@ -147,12 +148,14 @@ def burn(
         _private_fonts(work)
         # (the ass filter comes first so it sees the source's pixels)
         # even sizes (x264 with yuv420p needs them), and at most MAX_PIXELS: a bigger picture is scaled down
-        f = min(1.0, (MAX_PIXELS / (media.width * media.height)) ** 0.5)
+        f = min(1.0, (MAX_PIXELS / (width * height)) ** 0.5)
         size = f"trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2"
         vf = f"ass=subs.ass:fontsdir=fonts,scale={size},format=yuv420p"
         if media.hdr:  # tone-mapped to SDR first, at the output's size (the float maths costs per pixel)
             w, h = size.split(":")
             vf = TONE_MAP.format(w=w, h=h) + ",ass=subs.ass:fontsdir=fonts"
+        if media.pixel_aspect != 1:
+            vf = f"scale={width}:{height},setsar=1," + vf
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if _copies(media, BROWSER_AUDIO) else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),

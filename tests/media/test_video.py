@@ -276,3 +276,24 @@ def test_hdr_video_burns_as_its_colours_not_washed_out(tmp_path, transfer):
     original, burned = colour_frame(sdr, 2.0)[above], colour_frame(out, 2.0)[above]
     assert np.abs(burned - original).mean() < 30  # measured 25 levels; washed out, 74-94
     assert np.ptp(burned, axis=2).mean() > 0.75 * np.ptp(original, axis=2).mean()  # measured 80-81 %; washed out, 25-42 %
+
+
+@pytest.mark.slow
+def test_anamorphic_video_burns_round_letters(tmp_path):
+    """A DVD's 720x576 picture shown 16:9 (pixels 64/45 as wide as high): burned into square pixels at 1024x576, its
+    text as wide as on a 1024x576 square-pixel video. Before, the text was drawn in the stored pixels and shown 1.42
+    times too wide."""
+    made = {}
+    for name, size, sar in [("dvd.mpg", "720x576", "64/45"), ("square.mp4", "1024x576", "1")]:
+        made[name] = tmp_path / name
+        ffmpeg("-i", str(clip_path(ENGLISH[0])), "-f", "lavfi", "-i", f"color=c=navy:size={size}:rate=25", "-map", "1:v",
+               "-map", "0:a", "-shortest", "-vf", f"setsar={sar}", "-c:v", "mpeg2video", "-c:a", "mp2", str(made[name]))  # fmt: skip
+    assert probe(made["dvd.mpg"]).shown_size == (1024, 576) and probe(made["dvd.mpg"]).pixel_aspect != 1
+    extents = {}
+    for name, video in made.items():
+        out = burn(video, CUES[:1], tmp_path / f"{name}.burned.mp4", language="en", options=BurnOptions(preview_seconds=3))
+        info = probe(out)
+        assert (info.width, info.height, info.pixel_aspect) == (1024, 576, 1.0)
+        columns = np.flatnonzero((frame(out, 2.0)[int(0.7 * 576) :] > 160).any(axis=0))
+        extents[name] = columns[-1] - columns[0]
+    assert abs(extents["dvd.mpg"] / extents["square.mp4"] - 1) < 0.05, extents  # (1.42 before)
