@@ -35,6 +35,7 @@ SAMPLE_RATE = 16000  # Whisper's input rate
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _HDR = re.compile(r"/(smpte2084|arib-std-b67)\b")  # the transfer in "yuv420p10le(tv, bt2020nc/bt2020/arib-std-b67)"
 _SAR = re.compile(r"\[SAR (\d+):(\d+) DAR")  # "720x576 [SAR 64:45 DAR 16:9]": pixels 64/45 as wide as high
+_FIELDS = re.compile(r"\b(top|bottom) (coded )?first")  # "yuv420p(tv, bt709, top first)": interlaced
 _STREAM = re.compile(r"Stream #\d+:\d+.*?: (Audio|Video|Subtitle): (\w+)([^\n]*)")
 _SIZE = re.compile(r", (\d{2,5})x(\d{2,5})[ ,]")
 _RATE = re.compile(r", (\d{3,6}) Hz")
@@ -190,6 +191,7 @@ class MediaInfo:
     audio_track: int = 0  # which audio stream a player plays, and we transcribe: the one marked default, else the first
     hdr: bool = False  # the picture is HDR (PQ or HLG: phones record HLG): burned in, it is tone-mapped to SDR
     pixel_aspect: float = 1.0  # a pixel's width over its height as shown: not 1 on DVDs, HDV and broadcast (anamorphic)
+    interlaced: bool = False  # two fields a frame (broadcast, camcorders): burned in, it is deinterlaced
 
     @property
     def shown_size(self) -> tuple[int, int] | None:
@@ -225,6 +227,7 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     return MediaInfo(
         duration, audio is not None, video is not None, video and video[1], audio and audio[1], width, height,
         int(rate.group(1)) if rate else None, track, bool(video and _HDR.search(video[2])), pixel_aspect,
+        bool(video and _FIELDS.search(video[2])),
     )  # fmt: skip
 
 

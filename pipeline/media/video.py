@@ -156,6 +156,8 @@ def burn(
             vf = TONE_MAP.format(w=w, h=h) + ",ass=subs.ass:fontsdir=fonts"
         if media.pixel_aspect != 1:
             vf = f"scale={width}:{height},setsar=1," + vf
+        if media.interlaced:  # (a frame of two fields from two instants: combs on anything that moves, once progressive)
+            vf = "bwdif=mode=send_frame:deint=interlaced," + vf
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if _copies(media, BROWSER_AUDIO) else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),

@@ -297,3 +297,32 @@ def test_anamorphic_video_burns_round_letters(tmp_path):
         columns = np.flatnonzero((frame(out, 2.0)[int(0.7 * 576) :] > 160).any(axis=0))
         extents[name] = columns[-1] - columns[0]
     assert abs(extents["dvd.mpg"] / extents["square.mp4"] - 1) < 0.05, extents  # (1.42 before)
+
+
+def combing(video: Path, at: float) -> float:
+    """How far each line is from the mean of its neighbours: high where a frame interleaves two instants that moved."""
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-i", str(video), "-ss", f"{at:.3f}", "-frames:v", "1", "-f", "rawvideo",
+         "-pix_fmt", "gray", "-"], capture_output=True, check=True).stdout  # fmt: skip  (MPEG-TS starts at 1.4 s)
+    info = probe(video)
+    g = np.frombuffer(raw, np.uint8).reshape(info.height, info.width).astype(float)
+    return float(np.abs(g[1:-1] - (g[:-2] + g[2:]) / 2).mean())
+
+
+@pytest.mark.slow
+def test_interlaced_video_burns_without_combing(tmp_path):
+    """A broadcast-style interlaced picture (two fields a frame, 1/50 s apart, top first) that pans: burned in, it is
+    deinterlaced, as combed as the same pan filmed progressive. Before, the fields stayed woven into progressive
+    frames: 5.4 against 1.0 on this measure."""
+    pan = "testsrc2=size=720x576:rate={rate}:duration=4,scroll=horizontal={speed}"
+    interlaced, progressive = tmp_path / "interlaced.ts", tmp_path / "progressive.ts"
+    ffmpeg("-f", "lavfi", "-i", pan.format(rate=50, speed=0.005), "-i", str(clip_path(ENGLISH[0])), "-t", "4",
+           "-map", "0:v", "-map", "1:a", "-vf", "tinterlace=interleave_top,fieldorder=tff", "-c:v", "libx264",
+           "-pix_fmt", "yuv420p", "-flags", "+ilme+ildct", "-x264opts", "tff=1", "-c:a", "aac", str(interlaced))  # fmt: skip
+    ffmpeg("-f", "lavfi", "-i", pan.format(rate=25, speed=0.01), "-i", str(clip_path(ENGLISH[0])), "-t", "4",
+           "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", str(progressive))  # fmt: skip
+    assert probe(interlaced).interlaced and not probe(progressive).interlaced
+    out = burn(interlaced, [], tmp_path / "burned.mp4", options=BurnOptions(preview_seconds=3))
+    reference = np.mean([combing(progressive, t) for t in (1.0, 1.5, 2.0)])
+    assert np.mean([combing(interlaced, t) for t in (1.0, 1.5, 2.0)]) > 3 * reference  # (the source combs)
+    assert np.mean([combing(out, t) for t in (1.0, 1.5, 2.0)]) < 1.5 * reference  # measured 0.5 against 1.0
