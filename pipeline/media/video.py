@@ -146,18 +146,7 @@ def burn(
                 )
             max_bytes -= size
         _private_fonts(work)
-        # (the ass filter comes first so it sees the source's pixels)
-        # even sizes (x264 with yuv420p needs them), and at most MAX_PIXELS: a bigger picture is scaled down
-        f = min(1.0, (MAX_PIXELS / (width * height)) ** 0.5)
-        size = f"trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2"
-        vf = f"ass=subs.ass:fontsdir=fonts,scale={size},format=yuv420p"
-        if media.hdr:  # tone-mapped to SDR first, at the output's size (the float maths costs per pixel)
-            w, h = size.split(":")
-            vf = TONE_MAP.format(w=w, h=h) + ",ass=subs.ass:fontsdir=fonts"
-        if media.pixel_aspect != 1:
-            vf = f"scale={width}:{height},setsar=1," + vf
-        if media.interlaced:  # (a frame of two fields from two instants: combs on anything that moves, once progressive)
-            vf = "bwdif=mode=send_frame:deint=interlaced," + vf
+        vf = picture_filters(media)
         preset = options.preset or ("veryfast" if options.preview_seconds else "ultrafast")
         audio = ["-c:a", "copy"] if _copies(media, BROWSER_AUDIO) else ["-c:a", "aac", "-b:a", "160k"]
         args = [*ffmpeg_input(video), *(["-t", f"{duration:.3f}"] if options.preview_seconds else []),
@@ -246,6 +235,26 @@ def mux_soft(
             args += ["-movflags", "+faststart"]
         timeout = 60 + 3 * (media.duration or 0.0)
         return _write(out, args, work, duration=media.duration or 0.0, timeout=timeout, stop=stop, max_bytes=max_bytes)
+
+
+def picture_filters(media: MediaInfo) -> str:
+    """The filter graph a burn draws the text with (`subs.ass`, on the picture's shown size): the picture made
+    progressive, square-pixelled and SDR first, where it is not, so that the text is drawn on what a player shows; then
+    at most MAX_PIXELS, in even sizes (x264 with yuv420p needs them)."""
+    width, height = media.shown_size
+    f = min(1.0, (MAX_PIXELS / (width * height)) ** 0.5)
+    size = f"trunc(iw*{f:.6f}/2)*2:trunc(ih*{f:.6f}/2)*2"
+    # (the text is drawn before the scaling, on the source's pixels; an HDR picture is scaled as it is tone-mapped:
+    # the float maths costs per pixel)
+    steps = ["ass=subs.ass:fontsdir=fonts", f"scale={size}", "format=yuv420p"]
+    if media.hdr:
+        w, h = size.split(":")
+        steps = [TONE_MAP.format(w=w, h=h), "ass=subs.ass:fontsdir=fonts"]
+    if media.pixel_aspect != 1:
+        steps.insert(0, f"scale={width}:{height},setsar=1")
+    if media.interlaced:  # (a frame of two fields from two instants: combs on anything that moves, once progressive)
+        steps.insert(0, "bwdif=mode=send_frame:deint=interlaced")
+    return ",".join(steps)
 
 
 def preview_reencodes(media: MediaInfo) -> bool:

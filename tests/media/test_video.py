@@ -13,8 +13,8 @@ import srt
 from conftest import ENGLISH, clip_path, ffmpeg
 
 from pipeline.errors import SubtitleError
-from pipeline.media.audio import ffmpeg_exe, probe
-from pipeline.media.video import BurnOptions, burn, iso639_2, mux_soft
+from pipeline.media.audio import MediaInfo, ffmpeg_exe, probe
+from pipeline.media.video import TONE_MAP, BurnOptions, burn, iso639_2, mux_soft, picture_filters
 from pipeline.subtitles.ass import Style, _ass_text, to_ass, wrap_cjk
 from pipeline.subtitles.cues import Cue
 
@@ -105,6 +105,29 @@ def test_container_language_codes(language, matroska, mp4):
 )  # fmt: skip
 def test_cjk_lines_are_wrapped(text, per_line, wrapped):
     assert wrap_cjk(text, per_line) == wrapped
+
+
+ASS = "ass=subs.ass:fontsdir=fonts"
+WHOLE, HALF = "trunc(iw*1.000000/2)*2:trunc(ih*1.000000/2)*2", "trunc(iw*0.500000/2)*2:trunc(ih*0.500000/2)*2"
+
+
+@pytest.mark.parametrize(
+    ("picture", "steps"),
+    [
+        # the text drawn on the source's pixels, then scaled to at most 1080p in even sizes
+        (dict(width=1280, height=720), [ASS, f"scale={WHOLE}", "format=yuv420p"]),
+        (dict(width=3840, height=2160), [ASS, f"scale={HALF}", "format=yuv420p"]),
+        # HDR: tone-mapped (and scaled) first, the text drawn in SDR
+        (dict(width=3840, height=2160, hdr=True), [TONE_MAP.format(w=HALF.split(":")[0], h=HALF.split(":")[1]), ASS]),
+        # anamorphic (a 16:9 DVD): square pixels at its shown size first; interlaced: one frame a frame first
+        (dict(width=720, height=576, pixel_aspect=64 / 45), ["scale=1024:576,setsar=1", ASS, f"scale={WHOLE}", "format=yuv420p"]),
+        (dict(width=720, height=576, interlaced=True), ["bwdif=mode=send_frame:deint=interlaced", ASS, f"scale={WHOLE}", "format=yuv420p"]),
+        (dict(width=1440, height=1080, pixel_aspect=4 / 3, interlaced=True),  # HDV
+         ["bwdif=mode=send_frame:deint=interlaced", "scale=1920:1080,setsar=1", ASS, f"scale={WHOLE}", "format=yuv420p"]),
+    ],
+)  # fmt: skip
+def test_picture_filters(picture, steps):
+    assert picture_filters(MediaInfo(5.0, True, True, "h264", "aac", **picture)) == ",".join(steps)
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +298,9 @@ def test_hdr_video_burns_as_its_colours_not_washed_out(tmp_path, transfer):
     above = slice(0, int(0.6 * 360))  # (the cue is drawn below)
     original, burned = colour_frame(sdr, 2.0)[above], colour_frame(out, 2.0)[above]
     assert np.abs(burned - original).mean() < 30  # measured 25 levels; washed out, 74-94
-    assert np.ptp(burned, axis=2).mean() > 0.75 * np.ptp(original, axis=2).mean()  # measured 80-81 %; washed out, 25-42 %
+    assert (
+        np.ptp(burned, axis=2).mean() > 0.75 * np.ptp(original, axis=2).mean()
+    )  # measured 80-81 %; washed out, 25-42 %
 
 
 @pytest.mark.slow
@@ -291,7 +316,9 @@ def test_anamorphic_video_burns_round_letters(tmp_path):
     assert probe(made["dvd.mpg"]).shown_size == (1024, 576) and probe(made["dvd.mpg"]).pixel_aspect != 1
     extents = {}
     for name, video in made.items():
-        out = burn(video, CUES[:1], tmp_path / f"{name}.burned.mp4", language="en", options=BurnOptions(preview_seconds=3))
+        out = burn(
+            video, CUES[:1], tmp_path / f"{name}.burned.mp4", language="en", options=BurnOptions(preview_seconds=3)
+        )
         info = probe(out)
         assert (info.width, info.height, info.pixel_aspect) == (1024, 576, 1.0)
         columns = np.flatnonzero((frame(out, 2.0)[int(0.7 * 576) :] > 160).any(axis=0))
@@ -302,8 +329,25 @@ def test_anamorphic_video_burns_round_letters(tmp_path):
 def combing(video: Path, at: float) -> float:
     """How far each line is from the mean of its neighbours: high where a frame interleaves two instants that moved."""
     raw = subprocess.run(
-        [ffmpeg_exe(), "-v", "error", "-i", str(video), "-ss", f"{at:.3f}", "-frames:v", "1", "-f", "rawvideo",
-         "-pix_fmt", "gray", "-"], capture_output=True, check=True).stdout  # fmt: skip  (MPEG-TS starts at 1.4 s)
+        [
+            ffmpeg_exe(),
+            "-v",
+            "error",
+            "-i",
+            str(video),
+            "-ss",
+            f"{at:.3f}",
+            "-frames:v",
+            "1",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "gray",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout  # fmt: skip  (MPEG-TS starts at 1.4 s)
     info = probe(video)
     g = np.frombuffer(raw, np.uint8).reshape(info.height, info.width).astype(float)
     return float(np.abs(g[1:-1] - (g[:-2] + g[2:]) / 2).mean())
