@@ -46,7 +46,7 @@ from pipeline.jobs.spec import (
     SubtitleText,
 )
 from pipeline.jobs.stream import stream
-from pipeline.media.audio import SAMPLE_RATE, Limits, MediaInfo, check_limits, load_audio, require_audio
+from pipeline.media.audio import SAMPLE_RATE, Limits, MediaInfo, check_limits, hms, load_audio, require_audio
 from pipeline.media.download import download
 from pipeline.media.video import PREVIEW_SECONDS, burn, can_mux_mp4, mux_soft, preview
 from pipeline.subtitles.ass import DEFAULT_SIZE, Style, ass_file, read_ass, style_of
@@ -195,7 +195,7 @@ class _Job:
             outputs.append(path)
             self.emit(FileWritten(i, path))
         # the videos are extras: one that cannot be made is a note, and the subtitles are delivered
-        notes: list[str] = []
+        notes: list[str] = [] if cues is not None else [n for n in [cut_short(source.title, result)] if n]
         burned = _or_note(lambda: self._burn(i, source, result, stem, written), "burned-in video", notes, None)
         outputs += [burned] if burned else []
         outputs += _or_note(lambda: self._soft(i, source, result, stem, written), "subtitle tracks", notes, [])
@@ -351,6 +351,21 @@ class _Job:
         self.pending.remove(i)
         self.done = 0.0
         return result
+
+
+CUT_SHORT = 0.9  # share of its stated length under which a file's sound is said to end early
+
+
+def cut_short(title: str, result: SubtitleResult) -> str | None:
+    """A note when the sound ends well before the length the file states (under CUT_SHORT of it, and 2 s or more
+    short): an interrupted recording or download is read as far as it goes, and the user should know."""
+    stated, heard = result.media.duration, result.info.duration
+    if not stated or heard >= CUT_SHORT * stated or stated - heard < 2.0:
+        return None
+    return (
+        f"{title}: its sound ends at {hms(heard)} of the {hms(stated)} the file says it lasts (a recording or download "
+        "cut short?): the subtitles cover what is there."
+    )
 
 
 def _or_note(make, what: str, notes: list[str], instead):

@@ -208,6 +208,11 @@ def probe(path: Path, stop: threading.Event | None = None) -> MediaInfo:
     streams = [(m.group(1), m.group(2), m.group(3)) for m in _STREAM.finditer(stderr)]
     if not streams and (error := out_of_memory(stderr, f"Reading {path.name}", PROBE_MEMORY)):
         raise error
+    if not streams and "moov atom not found" in stderr and _mp4_start(path):  # (an MP4 whose index never was written)
+        raise SubtitleError(
+            f"{path.name} is cut short: its index (the MP4 'moov atom', written when a recording stops) is missing, "
+            "as when a recording or download is interrupted: copy or download it again whole, or repair it first"
+        )
     if not streams:  # (playlists, image sequences and other files that open more files are not read at all)
         log.info("%s: ffmpeg found no streams: %s", path.name, last_line(stderr))  # (ffmpeg's words: for the log)
         raise SubtitleError(f"{path.name} is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …")
@@ -346,6 +351,12 @@ def _duration(listing: str) -> float | None:
         return None
     h, mi, s = m.groups()
     return int(h) * 3600 + int(mi) * 60 + float(s)
+
+
+def _mp4_start(path: Path) -> bool:
+    """Whether the file begins as an MP4 or MOV does (a box of one of these types first), not a text file so named."""
+    with open(path, "rb") as f:
+        return f.read(8)[4:] in (b"ftyp", b"mdat", b"wide", b"free", b"skip")
 
 
 def _existing(path: Path) -> Path:

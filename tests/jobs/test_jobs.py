@@ -16,10 +16,11 @@ from conftest import ENGLISH, clip_path, wer
 
 from pipeline.asr.cache import ModelCache
 from pipeline.asr.options import TranscribeOptions
+from pipeline.asr.results import TranscriptionInfo
 from pipeline.errors import OptionError, SubtitleError
-from pipeline.jobs.run import run_job
-from pipeline.jobs.spec import FileFailed, FileWritten, JobResult, JobSpec, Policy
-from pipeline.media.audio import Limits
+from pipeline.jobs.run import cut_short, run_job
+from pipeline.jobs.spec import FileFailed, FileWritten, JobResult, JobSpec, Policy, SubtitleResult
+from pipeline.media.audio import Limits, MediaInfo
 from pipeline.media.video import BurnOptions, Style
 
 CLIP = Path("clip.mp4")
@@ -113,6 +114,23 @@ def test_the_page_and_the_cli_build_the_same_job(argv, form):
     cli_spec = build_spec(parse_args([str(CLIP), *argv]))
     assert not cli_spec.overwrite and not cli_spec.preview
     assert form_to_spec(files=[str(CLIP)], **form) == replace(cli_spec, overwrite=True, preview=True)
+
+
+@pytest.mark.parametrize(
+    ("stated", "heard", "note"),
+    [
+        (4.0, 0.49, "call.mp4: its sound ends at 0:00 of the 0:04 the file says it lasts (a recording or download cut short?)"),
+        (600.0, 300.0, "call.mp4: its sound ends at 5:00 of the 10:00 the file says it lasts"),
+        (600.0, 590.0, None),  # (audio a little shorter than the picture: as most videos are)
+        (10.0, 8.5, None),  # (under 2 s short)
+        (None, 3.0, None),  # (the file states no length: nothing to compare)
+        (4.0, 4.1, None),
+    ],
+)  # fmt: skip
+def test_a_file_whose_sound_ends_early_gets_a_note(stated, heard, note):
+    info = TranscriptionInfo(language="en", language_probability=1.0, duration=heard, task="transcribe")
+    said = cut_short("call.mp4", SubtitleResult((), info, MediaInfo(stated, True, True)))
+    assert said == note if note is None else said.startswith(note)
 
 
 def test_too_many_inputs_and_unknown_models_fail_before_any_event(tmp_path):

@@ -52,6 +52,19 @@ def test_a_file_that_is_not_media_gets_a_message_in_our_words(name, content, tmp
     assert str(caught.value) == f"{name} is not a video or audio file: use MP4, MKV, WebM, MOV, MP3, WAV, …"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".mp4", ".mov"])
+def test_a_recording_cut_short_before_its_index_is_said_to_be(suffix, tmp_path):
+    """A phone recording or download interrupted before its MP4 index (the moov atom, written last) was said to be
+    "not a video or audio file". It is, cut short: the message says so and what to do."""
+    whole, cut = tmp_path / f"whole{suffix}", tmp_path / f"cut{suffix}"
+    ffmpeg("-i", str(clip_path("en_ljs_LJ001-0001")), "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-map", "1:v",
+           "-map", "0:a", "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", str(whole))  # fmt: skip
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(SubtitleError, match=f"^cut{suffix} is cut short: its index .* is missing, as when a recording"):
+        probe(cut)
+
+
 @pytest.mark.parametrize("util_linux", [True, False])
 def test_every_ffmpeg_runs_bounded_in_a_group_of_its_own(util_linux, monkeypatch):
     """ffmpeg_popen's ffmpeg holds at most its memory (RLIMIT_DATA, as the kernel reports it) in a process group of its
