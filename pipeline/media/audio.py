@@ -288,20 +288,40 @@ def load_audio(
     and never held in memory. The samples lie on the file's timeline, as a player plays them against the picture:
     from the file's start (audio_offset) and with the gaps in the audio stream filled with silence (a screen
     recording that dropped audio; only where the file says how long it is, not by estimate, and the decode stops at
-    twice that and a minute: a file can claim any gap).
+    twice that and a minute: a file can claim any gap). Two channels that cancel out as mono (one inverted: a
+    miswired microphone) give their difference instead.
     With `limits`, ffmpeg stops 1 s past the longest duration allowed (whatever the container claimed), the decoded
     length is checked again, and decoding may take 1 minute plus a tenth of that duration. `stop` kills ffmpeg at
     once (Cancelled).
     """
     path = _existing(path)
     listing = _listing(path, stop)
+    audio = _decoded(path, listing, sample_rate, limits, stop)
+    if _channels(listing) > 1 and _dbfs(audio) < CANCEL_CHECK_DBFS:  # (near silent as mono: channels may cancel out)
+        side = _decoded(path, listing, sample_rate, limits, stop, mix=SIDE)
+        if _dbfs(side) - _dbfs(audio) >= CANCELLED_DB:
+            log.info("%s: its two channels cancel out as mono (one is inverted): their difference is used", path.name)
+            return side
+    return audio
+
+
+CANCEL_CHECK_DBFS = -50.0  # a mono mix under this RMS level is checked for channels that cancel (speech: -15 to -40)
+SIDE = "pan=mono|c0=0.5*c0-0.5*c1"  # the channels' difference: speech where one channel is the other inverted
+CANCELLED_DB = 30.0  # dB the difference must stand over the mono mix to be taken for it
+
+
+def _decoded(
+    path: Path, listing: str, sample_rate: int, limits: Limits | None, stop: threading.Event | None, mix: str = ""
+) -> np.ndarray:
+    """load_audio's decode of the listed file, its channels mixed to mono by ffmpeg (or by the `mix` filter)."""
     said = None if "Estimating duration" in listing else _duration(listing)  # (an estimate can be far off)
     longest = [d for d in (limits and limits.max_duration + 1, said and 2 * said + 60) if d]
     cap = ["-t", f"{min(longest):.3f}"] if longest else []
-    gaps = ["-af", "aresample=async=1000"] if said else []  # timestamps' gaps as silence, up to twice its length
+    # timestamps' gaps as silence, up to twice its length
+    filters = ",".join([*(["aresample=async=1000"] if said else []), *([mix] if mix else [])])
     timeout = None if limits is None else 60 + limits.max_duration / 10
-    args = ["-threads", "0", *ffmpeg_input(path), "-map", f"0:a:{audio_track(listing)}", "-vn", "-sn", "-dn", *cap, *gaps,
-            "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
+    args = ["-threads", "0", *ffmpeg_input(path), "-map", f"0:a:{audio_track(listing)}", "-vn", "-sn", "-dn", *cap,
+            *(["-af", filters] if filters else []), "-f", "s16le", "-ac", "1", "-ar", str(sample_rate), "-"]  # fmt: skip
     code, pcm, stderr = run_ffmpeg(args, timeout, stop, f"Decoding the audio of {path.name}")
     if code != 0:
         if "matches no streams" in stderr:
@@ -319,6 +339,23 @@ def load_audio(
     if limits is not None:
         check_limits(path.name, limits, duration=len(audio) / sample_rate)  # what it really was, not what it said
     return audio
+
+
+def _channels(listing: str) -> int:
+    """How many channels the decoded audio stream has (1 when the listing does not say)."""
+    streams = _AUDIO.findall(listing)
+    stream = streams[audio_track(listing)] if streams else ""
+    if m := re.search(r", (\d+) channels", stream):
+        return int(m.group(1))
+    return 1 if ", mono" in stream or not stream else 2
+
+
+def _dbfs(audio: np.ndarray) -> float:
+    """The RMS level of samples in [-1, 1], in dB below full scale (-inf for none or digital silence)."""
+    if not audio.size:
+        return float("-inf")
+    power = float(np.dot(audio, audio)) / audio.size  # (no squared copy of an hour of audio)
+    return 10 * np.log10(power) if power > 0 else float("-inf")
 
 
 def audio_offset(listing: str) -> float:

@@ -8,7 +8,7 @@ import pytest
 from conftest import clip_path, ffmpeg
 
 from pipeline.errors import SubtitleError
-from pipeline.media.audio import SAMPLE_RATE, audio_offset, audio_track, last_line, load_audio, probe
+from pipeline.media.audio import SAMPLE_RATE, _channels, audio_offset, audio_track, last_line, load_audio, probe
 
 
 @pytest.mark.parametrize(
@@ -63,6 +63,35 @@ def test_a_recording_cut_short_before_its_index_is_said_to_be(suffix, tmp_path):
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     with pytest.raises(SubtitleError, match=f"^cut{suffix} is cut short: its index .* is missing, as when a recording"):
         probe(cut)
+
+
+@pytest.mark.parametrize(
+    ("stream", "channels"),
+    [
+        ("Stream #0:0: Audio: aac (LC), 44100 Hz, stereo, fltp, 128 kb/s", 2),
+        ("Stream #0:0: Audio: pcm_s16le, 8000 Hz, mono, s16, 128 kb/s", 1),
+        ("Stream #0:1(eng): Audio: ac3, 48000 Hz, 5.1(side), fltp, 448 kb/s", 2),  # (more than one: all it tells)
+        ("Stream #0:0: Audio: pcm_s24le, 96000 Hz, 4 channels, s32, 9216 kb/s", 4),
+        ("Stream #0:0: Video: h264, yuv420p, 640x360", 1),  # (no audio listed)
+    ],
+)
+def test_channels(stream, channels):
+    assert _channels(f"Input #0, mov, from 'x':\n  {stream}\n") == channels
+
+
+@pytest.mark.slow
+def test_two_channels_that_cancel_out_as_mono_are_heard(tmp_path):
+    """A stereo recording with one channel inverted (a miswired microphone) is silent as mono, L+R: it was transcribed
+    as nothing. Its channels' difference is the speech, as a player's stereo output plays it."""
+    clip = clip_path("en_ljs_LJ001-0001")
+    inverted, stereo = tmp_path / "inverted.m4a", tmp_path / "stereo.m4a"
+    ffmpeg("-i", str(clip), "-af", "pan=stereo|c0=c0|c1=-1*c0", "-c:a", "aac", str(inverted))
+    ffmpeg("-i", str(clip), "-af", "pan=stereo|c0=c0|c1=0.5*c0", "-c:a", "aac", str(stereo))
+    original = load_audio(clip)
+    for path in (inverted, stereo):
+        audio = load_audio(path)
+        n = min(len(audio), len(original))
+        assert abs(np.corrcoef(audio[:n], original[:n])[0, 1]) > 0.9, path.name  # the speech, not the cancelled mix
 
 
 @pytest.mark.parametrize("util_linux", [True, False])
