@@ -158,6 +158,19 @@ def ffmpeg(*args: str) -> None:
     )
 
 
+def colour_frame(video: Path, at: float):
+    """The RGB picture of `video` at `at` s, (height, width, 3) int16."""
+    import numpy as np
+
+    from pipeline.media.audio import ffmpeg_exe, probe
+
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
+         "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout  # fmt: skip
+    info = probe(video)
+    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
+
+
 def mute_video(path: Path) -> Path:
     """A 2-second H.264 mp4 with no audio stream."""
     ffmpeg(

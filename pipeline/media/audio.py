@@ -342,7 +342,8 @@ def _decoded(
 
 
 def _channels(listing: str) -> int:
-    """How many channels the decoded audio stream has (1 when the listing does not say)."""
+    """How many channels the decoded audio stream has: as listed ("4 channels"), 1 for mono or no stream listed, else
+    2 (a named layout, stereo or more: what the inverted-channel check needs to know)."""
     streams = _AUDIO.findall(listing)
     stream = streams[audio_track(listing)] if streams else ""
     if m := re.search(r", (\d+) channels", stream):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import srt
-from conftest import ENGLISH, clip_path, ffmpeg
+from conftest import ENGLISH, clip_path, colour_frame, ffmpeg
 
 from pipeline.errors import SubtitleError
 from pipeline.media.audio import MediaInfo, ffmpeg_exe, probe
@@ -266,14 +266,6 @@ def test_hostile_file_name_burns_correctly(source, tmp_path):
     read = words(ocr(frame(out, 2.0)[int(0.7 * 360) :], tmp_path))
     assert len(read & words(CUES[0].text)) >= 0.7 * len(words(CUES[0].text))
     assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temporary file left beside it
-
-
-def colour_frame(video: Path, at: float) -> np.ndarray:
-    raw = subprocess.run(
-        [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
-         "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout  # fmt: skip
-    info = probe(video)
-    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pysubs2
 import pytest
-from conftest import ENGLISH, clip_path, ffmpeg, free_port
+from conftest import ENGLISH, clip_path, colour_frame, ffmpeg, free_port
 
 from pipeline.asr.cache import ModelCache
 from pipeline.asr.options import ModelOptions
@@ -22,7 +22,7 @@ from pipeline.asr.results import Word
 from pipeline.errors import SubtitleError
 from pipeline.jobs.run import run_job
 from pipeline.jobs.spec import JobResult, JobSpec
-from pipeline.media.audio import ffmpeg_exe, probe
+from pipeline.media.audio import probe
 from pipeline.media.video import BurnOptions
 from pipeline.subtitles.ass import Style, ass_file, read_ass, style_of, to_ass
 from pipeline.subtitles.cues import Cue, timed_words
@@ -196,14 +196,6 @@ def spoken(ov_model, tmp_path_factory):
     result = next(e for e in run_job(spec, folder / "out", models) if isinstance(e, JobResult))
     assert not result.failed, result.failed
     return folder, result.files[0]
-
-
-def colour_frame(video: Path, at: float) -> np.ndarray:
-    raw = subprocess.run(
-        [ffmpeg_exe(), "-v", "error", "-ss", f"{at:.3f}", "-i", str(video), "-frames:v", "1", "-f", "rawvideo",
-         "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout  # fmt: skip
-    info = probe(video)
-    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).astype(np.int16)
 
 
 @pytest.mark.slow
