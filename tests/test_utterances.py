@@ -74,13 +74,18 @@ def test_batched_decoding_keeps_every_utterance(decoded, alone):
 
 
 @pytest.mark.slow
-def test_batched_decoding_costs_at_most_half_a_point_of_wer(decoded):
+def test_batched_decoding_costs_at_most_a_point_of_wer(decoded):
+    """Side by side, the windows' prompts and sums differ, and a word here and there reads differently: on this
+    recording (360 words) the batched decode wrote 2 words fewer errors than the sequential one before fd12614 and 2
+    more after it ("whisper" for "whispered", "asked" for "ask"), 0.56 points either way. Half a point, the bound
+    before, could not tell that noise from a cost. Over seeds 1-6 the two modes write the same WER (5.6 %: `python
+    benchmarks/utterances.py --eval-dir tests/data --modes default,batch3 --seeds 1,2,3,4,5,6`, a92aa7f)."""
     comp, sequential, batched = decoded
 
     def text(cues):
         return " ".join(c.text.replace("\n", " ") for c in cues)
 
-    assert wer(comp.reference, text(batched)) <= wer(comp.reference, text(sequential)) + 0.005
+    assert wer(comp.reference, text(batched)) <= wer(comp.reference, text(sequential)) + 0.01
 
 
 @pytest.mark.slow
