@@ -112,7 +112,14 @@ def believed(seg: Decoded, *, floor: float | None) -> bool:
     its timed words pass whisper's own test for made-up text (anomalous). Alone after a sentence, a whisper read right
     ("This is all very whispered.") scores -0.70, under SURE_LOGPROB; text made up over music or a breath is words
     the alignment hardly hears (docs/longform.md, No text where nobody speaks)."""
-    return sure(seg.result) or (plausible(seg.result, floor) and bool(seg.words) and not anomalous(seg.words))
+    return sure(seg.result) or (seg.result.no_speech_prob < SURE_NO_SPEECH and words_pass(seg, floor=floor))
+
+
+def words_pass(seg: Decoded, *, floor: float | None) -> bool:
+    """Whether a segment whisper is unsure of still reads as speech: above `floor` (its logprob_threshold; None: any),
+    with timed words that pass whisper's test for made-up text (anomalous). Untimed, it does not."""
+    above = floor is None or seg.result.avg_logprob > floor
+    return above and bool(seg.words) and not anomalous(seg.words)
 
 
 def anomalous(words) -> bool:

@@ -195,7 +195,9 @@ class _Job:
             outputs.append(path)
             self.emit(FileWritten(i, path))
         # the videos are extras: one that cannot be made is a note, and the subtitles are delivered
-        notes: list[str] = [] if cues is not None else [n for n in [cut_short(source.title, result)] if n]
+        notes: list[str] = []
+        if cues is None and (short := cut_short(source.title, result)):  # (transcribed: the sound may end early)
+            notes.append(short)
         burned = _or_note(lambda: self._burn(i, source, result, stem, written), "burned-in video", notes, None)
         outputs += [burned] if burned else []
         outputs += _or_note(lambda: self._soft(i, source, result, stem, written), "subtitle tracks", notes, [])

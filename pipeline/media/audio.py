@@ -297,9 +297,10 @@ def load_audio(
     path = _existing(path)
     listing = _listing(path, stop)
     audio = _decoded(path, listing, sample_rate, limits, stop)
-    if _channels(listing) > 1 and _dbfs(audio) < CANCEL_CHECK_DBFS:  # (near silent as mono: channels may cancel out)
+    level = _dbfs(audio) if _channels(listing) > 1 else 0.0
+    if level < CANCEL_CHECK_DBFS:  # (near silent as mono: two channels may cancel out)
         side = _decoded(path, listing, sample_rate, limits, stop, mix=SIDE)
-        if _dbfs(side) - _dbfs(audio) >= CANCELLED_DB:
+        if _dbfs(side) - level >= CANCELLED_DB:
             log.info("%s: its two channels cancel out as mono (one is inverted): their difference is used", path.name)
             return side
     return audio
@@ -344,8 +345,7 @@ def _decoded(
 def _channels(listing: str) -> int:
     """How many channels the decoded audio stream has: as listed ("4 channels"), 1 for mono or no stream listed, else
     2 (a named layout, stereo or more: what the inverted-channel check needs to know)."""
-    streams = _AUDIO.findall(listing)
-    stream = streams[audio_track(listing)] if streams else ""
+    stream = _audio_line(listing)
     if m := re.search(r", (\d+) channels", stream):
         return int(m.group(1))
     return 1 if ", mono" in stream or not stream else 2
@@ -364,8 +364,8 @@ def audio_offset(listing: str) -> float:
     an audio stream that starts after the video (a screen recording, a trimmed or joined video, a broadcast capture)
     is decoded from its first sample, and its cues must start that much later to meet the picture. Never more than
     the file says it lasts; 0 when it does not say."""
-    start, length, streams = _START.search(listing), _duration(listing), _AUDIO.findall(listing)
-    own = streams and _STREAM_START.search(streams[audio_track(listing)])  # (the stream decoded)
+    start, length = _START.search(listing), _duration(listing)
+    own = _STREAM_START.search(_audio_line(listing))  # (the stream decoded)
     if not (start and own) or length is None:
         return 0.0
     return min(max(float(own.group(1)) - float(start.group(1)), 0.0), length)
@@ -376,6 +376,12 @@ def audio_track(listing: str) -> int:
     dubbed or commentary track may come before the one it plays), else the first."""
     streams = _AUDIO.findall(listing)
     return next((i for i, line in enumerate(streams) if "(default)" in line), 0)
+
+
+def _audio_line(listing: str) -> str:
+    """The listing's line of the audio stream decoded (audio_track); "" when it lists none."""
+    streams = _AUDIO.findall(listing)
+    return streams[audio_track(listing)] if streams else ""
 
 
 def _listing(path: Path, stop: threading.Event | None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipeline.asr.decoding import FILLERS, anomalous
+from pipeline.asr.decoding import FILLERS, words_pass
 from pipeline.asr.longform import Decoded
 from pipeline.asr.mel import FRAMES_PER_SECOND
 from pipeline.asr.results import normalized
@@ -69,9 +69,7 @@ def new_speech(seg: Decoded, *, floor: float | None) -> bool:
     can score under SURE_LOGPROB; a line made up over it is words the alignment does not hear (docs/longform.md)."""
     if FILLERS.match(normalized(seg.text)):
         return False
-    logprob = seg.result.avg_logprob
-    above = floor is None or logprob > floor
-    return logprob > SURE_LOGPROB or (above and bool(seg.words) and not anomalous(seg.words))
+    return seg.result.avg_logprob > SURE_LOGPROB or words_pass(seg, floor=floor)
 
 
 def merge_repeat(seg: Decoded, segments: list[Decoded]) -> list[Decoded] | None:
