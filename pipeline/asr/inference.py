@@ -57,6 +57,7 @@ class OVInference:
         self._started = False
         self._beam_idx: np.ndarray | None = None
         self._expand: np.ndarray | None = None  # after the first call: each row's window (the cache has one row each)
+        self._cross_kv: np.ndarray | None = None  # the windows' keys/values, all of them (narrow binds a range)
 
     def logits(self, tokens: np.ndarray, cross_kv: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(B, vocab) logits of each row's last token and, on the first step, of its SOT token (whisper reads the
@@ -67,6 +68,7 @@ class OVInference:
             # beams and samples repeat the tokens, not the audio: the IR folds each window's rows into one read of
             # its keys/values (convert/whisper_ir.py)
             bind_cross_kv(req, cross_kv, self.model.dims)
+            self._cross_kv = cross_kv
             req.reset_state()
             self._started = True
             windows = cross_kv.shape[0]
@@ -100,7 +102,16 @@ class OVInference:
         elif (source != np.arange(len(source))).any():
             self._beam_idx = source
 
+    def narrow(self, first: int, last: int, rows: slice) -> None:
+        """Decode on only windows first..last-1 (of the batch's first call) from the next step, their rows `rows` of
+        the current ones: the cache keeps those rows, the cross-attention inputs a view of those windows (no copy)."""
+        index = self._beam_idx if self._beam_idx is not None else self._expand
+        if index is None:
+            index = np.arange(rows.stop, dtype=np.int32)
+        self._beam_idx, self._expand = np.ascontiguousarray(index[rows]), None
+        bind_cross_kv(self.request, self._cross_kv[first:last], self.model.dims)
+
     def cleanup_caching(self) -> None:
         self.request.reset_state()  # the cache's memory is kept for the next window
         self._started = False
-        self._beam_idx = self._expand = None
+        self._beam_idx = self._expand = self._cross_kv = None

@@ -129,6 +129,13 @@ class GreedyDecoder:
         tokens = np.concatenate([tokens, next_tokens[:, None]], axis=1)
         return tokens, bool((tokens[:, -1] == self.eot).all())
 
+    def ended(self, tokens: np.ndarray, windows: int) -> np.ndarray:
+        """(windows,): whether each window's rows have all ended (they only add end tokens from here)."""
+        return (tokens[:, -1] == self.eot).reshape(windows, -1).all(axis=1)
+
+    def narrow(self, first: int) -> None:
+        """The rows from here on are those of windows `first` onwards (each row stands alone: nothing to keep)."""
+
     def finalize(self, tokens: np.ndarray, sum_logprobs: np.ndarray):
         ends = np.full((*tokens.shape[:-1], 1), self.eot, dtype=tokens.dtype)  # at least one end token each
         return np.concatenate([tokens, ends], axis=-1), sum_logprobs.tolist()
@@ -160,9 +167,20 @@ class BeamSearchDecoder:
         if self.max_candidates <= 0:
             raise ValueError(f"Invalid beam size ({beam_size}) or patience ({patience})")
         self.finished_sequences: list[dict] | None = None
+        self.first = 0  # the window of the first row (DecodingTask narrows the batch to the windows still searching)
 
     def reset(self) -> None:
         self.finished_sequences = None
+        self.first = 0
+
+    def ended(self, tokens: np.ndarray, windows: int) -> np.ndarray:
+        """(windows,): whether each window of the rows has its finished sequences: its rows no longer change them,
+        nor finalize's choice (it tops up from the rows only a window with fewer than beam_size)."""
+        full = max(self.max_candidates, self.beam_size)
+        return np.array([len(s) >= full for s in self.finished_sequences[self.first : self.first + windows]])
+
+    def narrow(self, first: int) -> None:
+        self.first = first
 
     def update(
         self, tokens: np.ndarray, logits: np.ndarray, sum_logprobs: np.ndarray, logprobs: np.ndarray | None = None
@@ -173,6 +191,7 @@ class BeamSearchDecoder:
         n_audio = tokens.shape[0] // beams
         if self.finished_sequences is None:
             self.finished_sequences = [{} for _ in range(n_audio)]
+        searching = self.finished_sequences[self.first : self.first + n_audio]
         values, top = top_k(log_softmax(logits) if logprobs is None else logprobs, beams + 1)
         scores_of = (sum_logprobs[:, None] + values).tolist()  # float32 sums, as whisper's (a + b).item()
         tokens_of = top.tolist()
@@ -204,7 +223,7 @@ class BeamSearchDecoder:
         sum_logprobs[: len(new_sums)] = np.asarray(new_sums, dtype=np.float32)
         tokens = np.concatenate([tokens[source_indices], np.asarray(next_tokens, dtype=tokens.dtype)[:, None]], axis=1)
         self.inference.rearrange_kv_cache(source_indices)
-        for previously_finished, newly_finished in zip(self.finished_sequences, finished_sequences):
+        for previously_finished, newly_finished in zip(searching, finished_sequences):
             for seq in sorted(newly_finished, key=newly_finished.get, reverse=True):
                 if len(previously_finished) >= self.max_candidates:
                     break  # the candidate list is full

@@ -156,8 +156,13 @@ class DecodingTask:
         return tuple(sorted(set(suppress)))
 
     def _main_loop(self, cross_kv: np.ndarray, tokens: np.ndarray):
+        """whisper's steps over all rows; once the first or last windows of a batch have ended, the steps go on with
+        the windows between (their rows as whisper would leave them: only end tokens follow, or nothing read)."""
+        group, eot = self.n_group, self.tokenizer.eot
         sum_logprobs = np.zeros(tokens.shape[0], dtype=np.float32)
         no_speech_probs = [np.nan] * tokens.shape[0]
+        kept: dict[int, np.ndarray] = {}  # row -> its tokens when its window left the batch
+        first, sums = 0, sum_logprobs  # the first window still decoded; the sums of the rows still decoded
         try:
             for i in range(self.sample_len):
                 logits, at_sot = self.inference.logits(tokens, cross_kv)
@@ -166,12 +171,30 @@ class DecodingTask:
                 logprobs = None  # (the timestamp rules, the last filter, give the log-softmax they computed)
                 for logit_filter in self.logit_filters:
                     logprobs = logit_filter.apply(logits, tokens)
-                tokens, completed = self.decoder.update(tokens, logits, sum_logprobs, logprobs)
+                tokens, completed = self.decoder.update(tokens, logits, sums, logprobs)
                 if completed or tokens.shape[-1] > self.n_ctx:
                     break
+                searching = np.flatnonzero(~self.decoder.ended(tokens, len(tokens) // group))
+                lo, hi = searching[0], searching[-1] + 1  # (not completed: some window searches)
+                if lo > 0 or hi < len(tokens) // group:
+                    rows = slice(lo * group, hi * group)
+                    for r in [*range(rows.start), *range(rows.stop, len(tokens))]:
+                        kept[first * group + r] = tokens[r]
+                    sum_logprobs[first * group : first * group + len(tokens)] = sums
+                    first += lo
+                    tokens, sums = tokens[rows], sums[rows].copy()
+                    self.inference.narrow(first, first + hi - lo, rows)
+                    self.decoder.narrow(first)
         finally:
             self.inference.cleanup_caching()
-        return tokens, sum_logprobs, no_speech_probs
+        if not kept:
+            return tokens, sums, no_speech_probs
+        sum_logprobs[first * group : first * group + len(tokens)] = sums
+        full = np.full((len(sum_logprobs), tokens.shape[1]), eot, dtype=tokens.dtype)
+        full[first * group : first * group + len(tokens)] = tokens
+        for r, row in kept.items():
+            full[r, : len(row)] = row
+        return full, sum_logprobs, no_speech_probs
 
     def run(self, mel: np.ndarray) -> list[DecodingResult]:
         """Decode (n_audio, n_mels, 3000) mel spectrograms: a result per window."""

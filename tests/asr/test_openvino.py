@@ -15,7 +15,7 @@ from conftest import ENGLISH, SPANISH
 
 from pipeline.asr.inference import OVInference
 from pipeline.asr.mel import HOP_LENGTH, N_FRAMES, log_mel_spectrogram, pad_or_trim
-from pipeline.asr.task import DecodingOptions
+from pipeline.asr.task import DecodingOptions, DecodingTask
 from pipeline.asr.tokenizer import get_tokenizer
 
 pytestmark = pytest.mark.slow  # real decodes; PyTorch's whole decodes are kept in tests/data/golden.json
@@ -85,15 +85,27 @@ def test_beam_search_identical(ov_model, pytorch, audio):
     assert ov_model.decode(mel_of(audio(ENGLISH[3])), BEAMS).tokens == pytorch["beams"][ENGLISH[3]]
 
 
-def test_a_batch_of_windows_with_beams_decodes_as_pytorch_does(ov_model, pytorch, audio):
+@pytest.mark.parametrize("clips", [[ENGLISH[3], ENGLISH[0]], [ENGLISH[0], ENGLISH[3]]])
+def test_a_batch_of_windows_with_beams_decodes_as_pytorch_does(ov_model, pytorch, audio, clips):
     """Two windows side by side with 5 beams each: the first step runs each window's prompt once and the cache is
-    then copied to its beams (OVInference), and the tokens are still PyTorch's. The results hold no encoder output
-    (a batch's keys and values are 37 MB a window for base; results used to keep them alive)."""
-    clips = [ENGLISH[3], ENGLISH[0]]
-    got = ov_model.decode(np.stack([mel_of(audio(clip)) for clip in clips]), BEAMS)
+    then copied to its beams (OVInference); once one window has its finished sequences, the steps go on with the
+    other alone, first or last (DecodingTask narrows the batch); and the tokens are still PyTorch's. The results hold
+    no encoder output (a batch's keys and values are 37 MB a window for base; results used to keep them alive)."""
+    task = DecodingTask(ov_model, BEAMS)
+    got = task.run(np.stack([mel_of(audio(clip)) for clip in clips]))
     # (PyTorch's own batched beams fail: its tokens are each window decoded alone)
     assert [r.tokens for r in got] == [pytorch["beams"][clip] for clip in clips]
     assert not [r for r in got if any(isinstance(v, np.ndarray) for v in vars(r).values())]
+    assert task.inference.request.get_tensor("cross_k_0").shape[0] == 1  # the last steps read one window's audio
+
+
+def test_a_greedy_batch_gives_each_window_its_own_tokens(ov_model, pytorch, audio):
+    """Greedy rows of three windows, the middle one the longest: the first and last leave the batch as they end."""
+    clips = [ENGLISH[3], ENGLISH[0], ENGLISH[1]]
+    task = DecodingTask(ov_model, DecodingOptions())
+    got = task.run(np.stack([mel_of(audio(clip)) for clip in clips]))
+    assert [r.tokens for r in got] == [pytorch["greedy"][clip]["tokens"] for clip in clips]
+    assert task.inference.request.get_tensor("cross_k_0").shape[0] == 1  # the middle one, alone at the end
 
 
 def test_language_detection_matches(ov_model, pytorch, audio):
