@@ -107,6 +107,33 @@ def test_windows_in_one_batch_decode_as_they_do_alone(ov_model, audio):
         assert together.avg_logprob == pytest.approx(single.avg_logprob, abs=1e-3)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("beams", [5, None])
+def test_a_round_keeps_each_prompt_whole_with_beams(ov_model, audio, beams):
+    """A round of two windows whose prompts differ in length: with beams (the defaults) each row is decoded with its
+    whole prompt, as alone; greedy rows (the fast mode) share one batch, each with the shortest prompt's length."""
+    from pipeline.asr.decoding import Request, decode_batch
+    from pipeline.asr.mel import log_mel_spectrogram, pad_or_trim
+    from pipeline.asr.options import TranscribeOptions
+    from pipeline.asr.tokenizer import get_tokenizer
+
+    mels = [log_mel_spectrogram(pad_or_trim(audio(c)), 80) for c in ("en_ljs_LJ001-0008", "en_jfk")]
+    # (the long prompt's capitals carry over to the first window's text, and not from its last four tokens alone)
+    prompts = [ov_model_tokens(ov_model, t) for t in (" ASK NOT WHAT YOUR COUNTRY CAN DO FOR YOU, ASK WHAT YOU CAN DO"
+                                                      " FOR YOUR COUNTRY. AND SO, MY FELLOW", " My fellow citizens.")]  # fmt: skip
+    assert len(prompts[0]) > len(prompts[1])
+    options = TranscribeOptions(language="en", beam_size=beams, batch_size=2)
+    requests = [Request(m, DecodingOptions(language="en", beam_size=beams, prompt=p), True)
+                for m, p in zip(mels, prompts)]  # fmt: skip
+    answers = decode_batch(ov_model, requests, options, get_tokenizer(True, num_languages=99).eot)
+    shortest = len(prompts[1])
+    assert answers[0].result.text.isupper() == bool(beams)  # ("HAS NEVER BEEN SURPAST." / "Has never been surpassed.")
+    for mel, prompt, answer in zip(mels, prompts, answers):
+        given = prompt if beams else prompt[-shortest:]
+        assert answer.result.tokens == ov_model.decode(mel, DecodingOptions(language="en", beam_size=beams,
+                                                                             prompt=given)).tokens  # fmt: skip
+
+
 def ov_model_tokens(model, text: str) -> list[int]:
     from pipeline.asr.tokenizer import get_tokenizer
 

@@ -54,18 +54,22 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
     """whisper's answer for each window (options: the TranscribeOptions).
 
     Windows without detected speech are asked about cheaply first (no_speech_prob). The rest are decoded at temperature
-    0 in batches, each row with the last words of its own prompt, as many as the shortest prompt has (whisper's
-    DecodingTask takes one prompt length, and a batch per length would multiply the decoder's steps), the rows without
-    a prompt in batches of their own; a row that fails whisper's thresholds falls back alone, and an echo is decoded
-    without prompt."""
+    0 in batches. whisper's DecodingTask takes one prompt length: greedy rows (the fast mode) each get the last words
+    of their own prompt, as many as the shortest prompt has (a batch per length would multiply the decoder's steps);
+    with beams (accuracy first) only rows whose prompts are as long go together, so no row loses its context (prompts
+    soon reach whisper's limit, and then all are). Rows without a prompt go in batches of their own; a row that fails
+    whisper's thresholds falls back alone, and an echo is decoded without prompt."""
     results: list[DecodingResult | None] = [None] * len(requests)
     mels = [r.mel for r in requests]
     asked = [i for i, r in enumerate(requests) if r.heard or no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
-    prompted = [i for i in asked if requests[i].options.prompt]
-    length = min(n_ctx, min((len(requests[i].options.prompt) for i in prompted), default=0))
+    lengths = {i: min(n_ctx, len(requests[i].options.prompt or ())) for i in asked}
+    groups: dict[int, list[int]] = {}  # prompt length -> its rows
+    for i in asked:
+        cut = lengths[i] if options.beam_size or not lengths[i] else min(n for n in lengths.values() if n)
+        groups.setdefault(cut, []).append(i)
     # (rows without a prompt, a part's first window or one after a reset, are decoded apart: none takes the others')
-    for group, cut in ((prompted, length), ([i for i in asked if i not in prompted], 0)):
+    for cut, group in groups.items():
         for b in range(0, len(group), options.batch_size):
             rows = group[b : b + options.batch_size]
             prompts = [list(requests[i].options.prompt)[-cut:] if cut else [] for i in rows]
