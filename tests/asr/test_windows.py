@@ -178,6 +178,21 @@ def test_parts(regions, seconds, n, expected):
     assert parts(SpeechMap(regions, seconds), None, int(seconds * 100), n) == expected
 
 
+@pytest.mark.parametrize(
+    ("sounds", "cut"),
+    [
+        # a pause of 14 s (110-124) at the even split of 240 s; sounds: where the levels stand out (whispers)
+        ([], 11700),  # its middle
+        ([(115.0, 121.0)], 11250),  # a whisper in it: the middle of its longest stretch without a sound, before it
+        ([(111.0, 114.0)], 11900),  # ... or after it
+        ([(110.0, 124.0)], 11700),  # one level throughout (nothing stands out): its middle
+    ],
+)
+def test_parts_cut_no_whisper_in_two(sounds, cut):
+    speech = SpeechMap(((0.0, 110.0), (124.0, 240.0)), 240.0, levels(sounds, 240.0))
+    assert parts(speech, None, 24000, 2) == [(0, cut), (cut, 24000)]
+
+
 def test_parts_without_the_detector():
     """Without speech detection the cut is in the quietest second near the even split."""
     rng = np.random.default_rng(0)

@@ -94,8 +94,9 @@ class Window:
 
 
 def parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: int) -> list[tuple[int, int]]:
-    """[first, last) frames of up to n parts of at least MIN_PART s, cut in the longest pause near each even split
-    (without the detector, in the quietest second)."""
+    """[first, last) frames of up to n parts of at least MIN_PART s, cut in the longest pause near each even split,
+    in its longest stretch without a sound (a whisper the detector does not hear is not cut in two), or without the
+    detector in the quietest second."""
     total = content_frames / FRAMES_PER_SECOND
     n = max(1, min(n, int(total // MIN_PART)))
     levels = frame_levels(audio) if speech is None and n > 1 else None
@@ -105,7 +106,8 @@ def parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: i
         lo, hi = target - MIN_PART / 4, target + MIN_PART / 4
         if speech is not None:
             pauses = speech.pauses(lo, hi) or [(target, target)]
-            a, b = max(pauses, key=lambda p: p[1] - p[0])
+            quiet = [gap for a, b in pauses for gap in _unsounded(speech, a, b)]
+            a, b = max(quiet or pauses, key=lambda p: p[1] - p[0])
             cut = (a + b) / 2
         else:  # the quietest second (10-ms levels, averaged)
             step = 100  # frames of 10 ms per second
@@ -115,6 +117,15 @@ def parts(speech: SpeechMap | None, audio: np.ndarray, content_frames: int, n: i
         cuts.append(min(max(frame(cut), cuts[-1] + 1), content_frames))
     cuts.append(content_frames)
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _unsounded(speech: SpeechMap, a: float, b: float) -> list[tuple[float, float]]:
+    """The stretches of the pause (a, b) between the sounds in it."""
+    gaps, t = [], a
+    for start, end in speech.sounds(a, b):
+        gaps += [(t, start)] if start > t else []
+        t = max(t, end)
+    return gaps + ([(t, b)] if b > t else [])
 
 
 def plan_window(speech: SpeechMap, seek: int, content_frames: int) -> Window | None:
