@@ -64,10 +64,10 @@ def decode_batch(model: OVWhisper, requests: list[Request], options, eot: int) -
     asked = [i for i, r in enumerate(requests) if r.heard or no_speech_prob(model, r.mel, r.options) < SURE_NO_SPEECH]
     n_ctx = model.dims.n_text_ctx // 2 - 1  # whisper keeps at most this many prompt tokens
     lengths = {i: min(n_ctx, len(requests[i].options.prompt or ())) for i in asked}
+    shortest = min((n for n in lengths.values() if n), default=0)
     groups: dict[int, list[int]] = {}  # prompt length -> its rows
     for i in asked:
-        cut = lengths[i] if options.beam_size or not lengths[i] else min(n for n in lengths.values() if n)
-        groups.setdefault(cut, []).append(i)
+        groups.setdefault(lengths[i] if options.beam_size or not lengths[i] else shortest, []).append(i)
     # (rows without a prompt, a part's first window or one after a reset, are decoded apart: none takes the others')
     for cut, group in groups.items():
         for b in range(0, len(group), options.batch_size):

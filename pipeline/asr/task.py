@@ -162,7 +162,7 @@ class DecodingTask:
         sum_logprobs = np.zeros(tokens.shape[0], dtype=np.float32)
         no_speech_probs = [np.nan] * tokens.shape[0]
         kept: dict[int, np.ndarray] = {}  # row -> its tokens when its window left the batch
-        first, sums = 0, sum_logprobs  # the first window still decoded; the sums of the rows still decoded
+        first, sums = 0, sum_logprobs  # the first window still decoded; its rows' sums (a view: updated in place)
         try:
             for i in range(self.sample_len):
                 logits, at_sot = self.inference.logits(tokens, cross_kv)
@@ -180,16 +180,14 @@ class DecodingTask:
                     rows = slice(lo * group, hi * group)
                     for r in [*range(rows.start), *range(rows.stop, len(tokens))]:
                         kept[first * group + r] = tokens[r]
-                    sum_logprobs[first * group : first * group + len(tokens)] = sums
                     first += lo
-                    tokens, sums = tokens[rows], sums[rows].copy()
+                    tokens, sums = tokens[rows], sums[rows]
                     self.inference.narrow(first, first + hi - lo, rows)
                     self.decoder.narrow(first)
         finally:
             self.inference.cleanup_caching()
         if not kept:
-            return tokens, sums, no_speech_probs
-        sum_logprobs[first * group : first * group + len(tokens)] = sums
+            return tokens, sum_logprobs, no_speech_probs
         full = np.full((len(sum_logprobs), tokens.shape[1]), eot, dtype=tokens.dtype)
         full[first * group : first * group + len(tokens)] = tokens
         for r, row in kept.items():
