@@ -752,6 +752,17 @@ def test_a_script_too_slow_to_draw_gives_the_slot_back_at_once(tmp_path, monkeyp
     assert burn(clip, [Cue(0, 19, "An ordinary line")], tmp_path / "out" / "plain.mp4", options=BurnOptions()).exists()
 
 
+def _proc_view(pid: int) -> str:
+    """What /proc says of a process: the working folder, the arguments and the state the sweep reads."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        state = [line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State")]
+    except OSError as e:
+        return f"unreadable ({e})"
+    return f"cwd {cwd}, args {args}, {state}"
+
+
 def test_a_restart_kills_what_a_killed_server_left_working_in_its_folders(tmp_path):
     """Where the parent-death signal is missing or was dodged, a killed server's ffmpeg ran on (issue 49, item 11):
     the next start on the same folder kills the processes working in, or naming, the dead server's job folders."""
@@ -770,7 +781,10 @@ def test_a_restart_kills_what_a_killed_server_left_working_in_its_folders(tmp_pa
     other = subprocess.Popen([*wait, str(tmp_path / "in.mp4")], cwd=tmp_path, start_new_session=True)
     try:
         sweep(jobs)
-        assert inside.wait(5) == naming.wait(5) == -9
+        for p in (inside, naming):  # (once seen in a whole run: `naming` still ran; what /proc showed says why)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(5)
+            assert p.returncode == -9, f"{p.args} survived the sweep of {folder}: {_proc_view(p.pid)}"
         assert other.poll() is None and not folder.exists()
     finally:
         for p in (inside, naming, other):
