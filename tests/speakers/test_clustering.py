@@ -91,3 +91,19 @@ def test_cluster_of_a_long_recording_is_bounded():
     labels = cluster_voices(windows / np.linalg.norm(windows, axis=1, keepdims=True))
     assert len(set(labels.tolist())) == 3
     assert all(len(set(labels[truth == k].tolist())) == 1 for k in range(3))
+
+
+@pytest.mark.parametrize(
+    ("n", "kept", "long"),
+    [
+        (10, 6, False),  # TURN_MIN_NEIGHBOURS at least
+        (40, 8, False),  # TURN_PRUNE's share of a minute of speech
+        (60, 12, False),
+        (65, 12, True),  # the share past TURN_MAX_NEIGHBOURS: a long recording's graph
+        (1000, 12, True),
+    ],
+)
+def test_neighbours_kept(n, kept, long):
+    from pipeline.speakers.clustering import _long, _neighbours
+
+    assert (_neighbours(n), _long(n)) == (kept, long)
