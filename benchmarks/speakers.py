@@ -18,10 +18,10 @@ detector. --single joins the pieces of ONE voice the same way (each voice with 3
 as a seed's start leaves): one speaker is the right count, the case of an audiobook or a talk.
 
 --panel: four voices speaking in a fixed order, two turns each of 2-6 s, 0.3-1 s apart. --long: 6-10 voices, each
-with all its speech up to 60 s, taking turns as in a conversation (3-10 min: a podcast's or a film's many speakers). --real [DIR]: the real
-conversations of benchmarks/conversations.py (seven AMI excerpts and a phone call, fetched from PyPI into DIR), and
-with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns one speaker at a time:
-the DER is given with the overlap scored and skipped. --rttm scores who speaks when as the RTTM file and the JSON give
+with all its speech up to 60 s, taking turns as in a conversation (3-7 min: a podcast's or a film's many speakers).
+--real [DIR]: the real conversations of benchmarks/conversations.py (seven AMI excerpts and a phone call, fetched
+from PyPI into DIR), and with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns
+one speaker at a time: the DER is given with the overlap scored and skipped. --rttm scores who speaks when as the RTTM file and the JSON give
 it instead (SpeakerTurns.heard: a second speaker where segmentation-3.0 hears two, the speech the detector missed).
 "Speech to its speaker" is the share of the reference speech outside overlap given to the speaker matched to its
 voice.
@@ -221,7 +221,7 @@ def joined(name: str, voices: dict[str, Voice], budget: dict[str, float], rng, r
 
 def long_conversation(voices: dict[str, Voice], seed: int) -> Recording:
     """A long recording of many voices (--long): LONG_VOICES of them, each all its speech up to LONG_BUDGET, taking
-    turns as a conversation's do (3-10 min): a podcast's or a film's many speakers, each with many windows."""
+    turns as a conversation's do (3-7 min): a podcast's or a film's many speakers, each with many windows."""
     rng = np.random.default_rng(seed)
     count, chosen = int(rng.integers(*LONG_VOICES)), []
     for name in [str(v) for v in rng.permutation(sorted(voices))]:

@@ -106,12 +106,16 @@ def spectral_labels(embeddings: np.ndarray, count: int) -> np.ndarray:
 
 def _neighbours(n: int) -> int:
     """How many affinities of each of n windows the spectral clustering keeps."""
-    return min(max(n - int((1 - TURN_PRUNE) * n), TURN_MIN_NEIGHBOURS), TURN_MAX_NEIGHBOURS)
+    return min(max(_share(n), TURN_MIN_NEIGHBOURS), TURN_MAX_NEIGHBOURS)
 
 
 def _long(n: int) -> bool:
     """Whether n windows are a long recording's: TURN_PRUNE's share of them is past TURN_MAX_NEIGHBOURS."""
-    return n - int((1 - TURN_PRUNE) * n) > TURN_MAX_NEIGHBOURS
+    return _share(n) > TURN_MAX_NEIGHBOURS
+
+
+def _share(n: int) -> int:
+    return n - int((1 - TURN_PRUNE) * n)
 
 
 def _spectrum(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
