@@ -260,6 +260,10 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "TURN_MAX_CLUSTERED": (f"{_K}::test_cluster_of_a_long_recording_is_bounded",),
     "TURN_PRUNE": (f"{_K}::test_voice_count",),
     "TURN_MIN_NEIGHBOURS": (f"{_K}::test_voice_count",),
+    "TURN_MAX_NEIGHBOURS": (
+        f"{_K}::test_neighbours_kept",
+        "tests/speakers/test_turns.py::test_seven_voices_of_six_minutes_are_seven_speakers",
+    ),
     "TURN_MIN_CLUSTER": (f"{_K}::test_voice_count",),
     "TURN_MERGE": (f"{_K}::test_voice_count",),
     "TURN_MAX_SPEAKERS": (f"{_K}::test_voice_count",),
