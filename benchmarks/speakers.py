@@ -167,11 +167,7 @@ def conversation(voices: dict[str, Voice], seed: int) -> Recording:
     """A seeded recording of 3-5 voices taking turns (see the module docstring)."""
     rng = np.random.default_rng(seed)
     count, rare = int(rng.integers(3, 6)), seed % 3 == 0
-    chosen: list[str] = []
-    for name in [str(v) for v in rng.permutation(sorted(voices))]:
-        apart = all(not {name, other} <= group for other in chosen for group in MAYBE_ONE)
-        if apart and len(chosen) < count - rare and voices[name].speech >= MAIN_MIN:
-            chosen.append(name)
+    chosen = _main_voices(voices, rng, count - rare)
     if rare:
         others = [n for n in sorted(voices) if n not in chosen and voices[n].speech >= RARE_MIN]
         others = [n for n in others if all(not {n, o} <= group for o in chosen for group in MAYBE_ONE)]
@@ -180,6 +176,16 @@ def conversation(voices: dict[str, Voice], seed: int) -> Recording:
     if rare:
         budget[chosen[-1]] = max(rng.uniform(*RARE_SHARE) * sum(budget.values()), RARE_MIN)
     return joined(str(seed), voices, budget, rng, chosen[-1] if rare else None)
+
+
+def _main_voices(voices: dict[str, Voice], rng, count: int) -> list[str]:
+    """`count` voices in a drawn order, each with MAIN_MIN s of speech, no two that may be one person (MAYBE_ONE)."""
+    chosen: list[str] = []
+    for name in [str(v) for v in rng.permutation(sorted(voices))]:
+        apart = all(not {name, other} <= group for other in chosen for group in MAYBE_ONE)
+        if apart and len(chosen) < count and voices[name].speech >= MAIN_MIN:
+            chosen.append(name)
+    return chosen
 
 
 def monologue(voice: Voice, seed: int) -> Recording:
@@ -223,22 +229,14 @@ def long_conversation(voices: dict[str, Voice], seed: int) -> Recording:
     """A long recording of many voices (--long): LONG_VOICES of them, each all its speech up to LONG_BUDGET, taking
     turns as a conversation's do (3-7 min): a podcast's or a film's many speakers, each with many windows."""
     rng = np.random.default_rng(seed)
-    count, chosen = int(rng.integers(*LONG_VOICES)), []
-    for name in [str(v) for v in rng.permutation(sorted(voices))]:
-        apart = all(not {name, other} <= group for other in chosen for group in MAYBE_ONE)
-        if apart and len(chosen) < count and voices[name].speech >= MAIN_MIN:
-            chosen.append(name)
+    chosen = _main_voices(voices, rng, int(rng.integers(*LONG_VOICES)))
     return joined(f"long {seed}", voices, {v: min(voices[v].speech, LONG_BUDGET) for v in chosen}, rng)
 
 
 def panel(voices: dict[str, Voice], seed: int) -> Recording:
     """A panel (--panel): four voices speaking in a fixed order, PANEL_ROUNDS turns each of 2-6 s, 0.3-1 s apart."""
     rng = np.random.default_rng(seed)
-    chosen: list[str] = []
-    for name in [str(v) for v in rng.permutation(sorted(voices))]:
-        apart = all(not {name, other} <= group for other in chosen for group in MAYBE_ONE)
-        if apart and len(chosen) < 4 and voices[name].speech >= MAIN_MIN:
-            chosen.append(name)
+    chosen = _main_voices(voices, rng, 4)
     cursors = {v: _Cursor(voices[v], rng) for v in chosen}
     pieces, audio, t = [], [], 0.0
     for voice in chosen * PANEL_ROUNDS:
