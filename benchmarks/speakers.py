@@ -69,7 +69,7 @@ from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
 from pipeline.speakers import clustering, turns  # noqa: E402
 from pipeline.speakers.embeddings import SpeakerEncoder  # noqa: E402
-from pipeline.speakers.segmentation import Segmenter, change_points, chunk_voices  # noqa: E402
+from pipeline.speakers.segmentation import Segmenter, chunk_voices  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
 
 DEV_SEEDS = tuple(range(1, 11))
@@ -425,15 +425,11 @@ def main() -> None:
         for run in runs:
             started = time.perf_counter()
             labels = clustering.cluster_voices(embeddings, count, distance=run.distance, min_share=run.min_share)
-            found = turns.turns_of(regions, spans, embedded, labels, step=args.step, ordered=False)
-            if len({t.speaker for t in found}) > 1:  # (cut where the speaker changes, as speaker_turns does)
-                cuts = change_points(segmented)
-                voices = clustering.centroids(embeddings, labels, sorted(set(labels.tolist())))
-                found = turns.cut_at_changes(found, regions, cuts, rec.audio, encoder, voices)
-            else:
-                found = turns.turns_of(regions, spans, embedded, labels, step=args.step)
+            found = turns.placed_turns(
+                regions, spans, embedded, labels, audio=rec.audio, encoder=encoder, segmented=segmented,
+                newcomers_too=given is None, step=args.step,
+            )  # fmt: skip
             run.turns_time += took + time.perf_counter() - started
-            found = turns._in_order(found)
             heard = turns.heard_turns(found, segmented, end=rec.duration) if segmented is not None else found
             if defaults and rec is recs[0] and run is runs[0]:  # (what the pipeline does)
                 pipeline = turns.speaker_turns(

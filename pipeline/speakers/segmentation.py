@@ -1,8 +1,10 @@
 """Where the speaker changes, frame by frame: pyannote's segmentation-3.0 (convert/segmentation.py, MIT) on OpenVINO.
 
 It hears 10-s chunks and says, every 17 ms, which of up to three local speakers talk. Its local speakers are not
-used as voices (it often gives two of ours one label); the instants where the set of talkers changes, agreed on by
-the chunks that cover them, cut the turns (pipeline/speakers/turns.py, `cut_at_changes`; docs/speakers.md).
+matched to voices (it often gives two of ours one label); the instants where the set of talkers changes, agreed on by
+the chunks that cover them, cut the turns (pipeline/speakers/turns.py, `cut_at_changes`; docs/speakers.md). What a
+chunk hears one talker say alone is embedded to count the voices (`chunk_voices`) and to find a voice the windows
+lost (`newcomers`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from functools import cache
 import numpy as np
 
 from pipeline.speakers.embeddings import SpeakerEncoder, Stopped
-from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, CHUNK_ALONE, CHUNK_MERGE, SEGMENT_STEP
+from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, CHUNK_ALONE, CHUNK_MERGE, CHUNK_NEW, SEGMENT_STEP
 
 RATE = 16000
 SEGMENT_BATCH = 4  # chunks a call (its SincNet layer holds 50 MB a chunk)
@@ -141,15 +143,64 @@ def chunk_voices(
             continue
         if stop is not None and stop.is_set():
             raise Stopped("speaker turns no longer wanted")
-        embeddings = []
-        for runs in spans:
-            bounds = [(int(((first + a) * HOP + CENTRE - HOP / 2) * RATE), int(((first + b) * HOP + CENTRE - HOP / 2) * RATE)) for a, b in runs]  # fmt: skip
-            samples = np.concatenate([audio[max(x, 0) : max(y, 0)] for x, y in bounds])
-            if len(samples) >= CHUNK_ALONE * RATE / 2:  # (frames past the end of the audio hold none)
-                embeddings.append(encoder.embed(samples))
+        embeddings = [e for e in (_talker(first, runs, audio, encoder) for runs in spans) if e is not None]
         if len(embeddings) > most:
             most = max(most, distinct(np.stack(embeddings)))
     return most
+
+
+def newcomers(
+    segmented: Segmented,
+    audio: np.ndarray,
+    encoder: SpeakerEncoder,
+    voices: np.ndarray,
+    *,
+    near: Sequence[tuple[float, float]],
+    stop: threading.Event | None = None,
+) -> np.ndarray:
+    """Voices the windows lost: unit embeddings, one a voice, of the talkers heard alone (`heard_alone`) in chunks
+    overlapping the `near` spans (seconds: windows no voice fits) whose embedding is under `CHUNK_NEW` to every row of
+    `voices`; those closer than `CHUNK_MERGE` to each other are one voice. A voice that says a sentence or two has too
+    few windows to be a cluster, and they join the nearest voice, but the chunk where it speaks hears it alone."""
+    from scipy.sparse.csgraph import connected_components
+
+    found = []
+    for first, active in zip(segmented.starts.tolist(), segmented.active):
+        start, end = first * HOP, first * HOP + CHUNK / RATE
+        spans = [runs for runs in heard_alone(active) if _overlaps(first, runs, near)] if _overlaps_span(start, end, near) else []  # fmt: skip
+        if spans and stop is not None and stop.is_set():
+            raise Stopped("speaker turns no longer wanted")
+        for runs in spans:
+            embedding = _talker(first, runs, audio, encoder)
+            if embedding is not None and (voices @ embedding).max() < CHUNK_NEW:
+                found.append(embedding)
+    if not found:
+        return np.zeros((0, voices.shape[1]), voices.dtype)
+    found = np.stack(found)
+    parts, labels = connected_components(found @ found.T >= CHUNK_MERGE, directed=False)
+    means = np.stack([found[labels == k].mean(axis=0) for k in range(parts)])
+    return (means / np.linalg.norm(means, axis=1, keepdims=True)).astype(voices.dtype)
+
+
+def _talker(first: int, runs: list[tuple[int, int]], audio: np.ndarray, encoder: SpeakerEncoder) -> np.ndarray | None:
+    """The embedding of a chunk's (its first frame) talker from the frames it is heard alone, None when those hold
+    under half of CHUNK_ALONE of the audio (frames past its end hold none)."""
+    bounds = [(_sample_at(first + a), _sample_at(first + b)) for a, b in runs]
+    samples = np.concatenate([audio[x:y] for x, y in bounds])
+    return encoder.embed(samples) if len(samples) >= CHUNK_ALONE * RATE / 2 else None
+
+
+def _sample_at(frame: int) -> int:
+    """The sample where a frame's own stretch (HOP wide, about its middle) begins, at least 0."""
+    return max(int((frame * HOP + CENTRE - HOP / 2) * RATE), 0)
+
+
+def _overlaps(first: int, runs: list[tuple[int, int]], near: Sequence[tuple[float, float]]) -> bool:
+    return any(_overlaps_span(frame_time(first + a) - HOP / 2, frame_time(first + b) - HOP / 2, near) for a, b in runs)
+
+
+def _overlaps_span(start: float, end: float, near: Sequence[tuple[float, float]]) -> bool:
+    return any(a < end and start < b for a, b in near)
 
 
 def heard_alone(active: np.ndarray) -> list[list[tuple[int, int]]]:

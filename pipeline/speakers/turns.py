@@ -14,13 +14,22 @@ import numpy as np
 from pipeline.errors import OptionError
 from pipeline.speakers.clustering import centroids, cluster_voices, voice_count
 from pipeline.speakers.embeddings import SAMPLE_RATE, Embedded, SpeakerEncoder
-from pipeline.speakers.segmentation import Segmented, Segmenter, change_points, chunk_voices, frame_at, frame_time
+from pipeline.speakers.segmentation import (
+    Segmented,
+    Segmenter,
+    change_points,
+    chunk_voices,
+    frame_at,
+    frame_time,
+    newcomers,
+)
 from pipeline.tuning import (
     TURN_MIN_RUN,
     TURN_PART,
     TURN_PART_HOP,
     TURN_RESOLUTION,
     TURN_STEP,
+    TURN_STRAY,
     TURN_WINDOW,
 )
 
@@ -75,14 +84,19 @@ def turns_of(
     resolution: float = TURN_RESOLUTION,
     min_run: float = TURN_MIN_RUN,
     ordered: bool = True,
+    more: np.ndarray | None = None,
 ) -> list[Turn]:
     """The speech regions cut where the speaker changes: each part of a window (`spans`) votes for the voices (means
-    of `labels`) for its middle half, a step goes to its best mean vote, runs under `min_run` join a neighbour.
-    Speakers are numbered in the order they first speak, or (not `ordered`) by their labels."""
+    of `labels`, then the rows of `more`: voices no window holds) for its middle half, a step goes to its best mean
+    vote, runs under `min_run` join a neighbour. Speakers are numbered in the order they first speak, or (not
+    `ordered`) by their labels, those of `more` after the last."""
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
-    voices = centroids(embedded.whole, labels, sorted(set(labels.tolist())))
+    voices = centroids(embedded.whole, labels, speakers)
+    if more is not None and len(more):
+        voices = np.concatenate([voices, more])
+        speakers = speakers + list(range(speakers[-1] + 1, speakers[-1] + 1 + len(more)))
     counts = [len(embedding_windows([region], step)) for region in regions]
     assert sum(counts) == len(spans), "spans are not embedding_windows(regions, step)"
     region_of = np.repeat(np.arange(len(regions)), counts)
@@ -269,20 +283,49 @@ def speaker_turns(
     when there are two voices or more, and what it hears besides is added to them (`heard_turns`); Stopped once
     `stop` is set."""
     spans = embedding_windows(regions)
+    if not spans:
+        return SpeakerTurns([], [])
     embedded = encoder.embed_windows(audio, spans, part=TURN_PART, hop=TURN_PART_HOP, stop=stop)
-    segmented = segmenter.segment(audio, regions=regions, stop=stop) if segmenter is not None and spans else None
+    segmented = segmenter.segment(audio, regions=regions, stop=stop) if segmenter is not None else None
     count = options.speakers
     if count is None and segmented is not None:
         count = chunk_voices(segmented, audio, encoder, more_than=voice_count(embedded.whole), stop=stop)
     labels = cluster_voices(embedded.whole, count)
-    found = turns_of(regions, spans, embedded, labels, ordered=False)
-    if segmented is not None and len({t.speaker for t in found}) > 1:
-        voices = centroids(embedded.whole, labels, sorted(set(labels.tolist())))
-        found = cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
-    found = _in_order(found)
+    found = placed_turns(
+        regions, spans, embedded, labels, audio=audio, encoder=encoder, segmented=segmented,
+        newcomers_too=options.speakers is None, stop=stop,
+    )  # fmt: skip
     if segmented is None:
         return SpeakerTurns(found, found)
     return SpeakerTurns(found, heard_turns(found, segmented, end=len(audio) / SAMPLE_RATE))
+
+
+def placed_turns(
+    regions: list[tuple[float, float]] | tuple,
+    spans: Sequence[tuple[float, float]],
+    embedded: Embedded,
+    labels: np.ndarray,
+    *,
+    audio: np.ndarray,
+    encoder: SpeakerEncoder,
+    segmented: Segmented | None,
+    newcomers_too: bool,
+    step: float = TURN_STEP,
+    stop: threading.Event | None = None,
+) -> list[Turn]:
+    """The turns of the windows' voices (`labels`, dense from 0): with `newcomers_too`, and segmentation-3.0's
+    chunks, also the voices its chunks hear alone where no voice fits a window (`newcomers`); placed by the parts'
+    votes (`turns_of`), cut where the chunks hear a change when two voices or more speak (`cut_at_changes`), the
+    speakers numbered in the order they first speak."""
+    voices = centroids(embedded.whole, labels, sorted(set(labels.tolist())))
+    if newcomers_too and segmented is not None:
+        near = [spans[i] for i in np.flatnonzero((embedded.whole @ voices.T).max(axis=1) < TURN_STRAY).tolist()]
+        voices = np.concatenate([voices, newcomers(segmented, audio, encoder, voices, near=near, stop=stop)])
+    more = voices[labels.max() + 1 :]
+    found = turns_of(regions, spans, embedded, labels, step=step, ordered=False, more=more)
+    if segmented is not None and len({t.speaker for t in found}) > 1:
+        found = cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
+    return _in_order(found)
 
 
 def heard_turns(turns: Sequence[Turn], segmented: Segmented, *, end: float | None = None) -> list[Turn]:

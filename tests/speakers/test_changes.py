@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 from conftest import DATA, clip_path
 
-from pipeline.speakers.segmentation import CENTRE, HOP, Segmented, change_points, distinct, heard_alone
+from pipeline.speakers.segmentation import (
+    CENTRE,
+    HOP,
+    Segmented,
+    change_points,
+    distinct,
+    heard_alone,
+    newcomers,
+)
 from pipeline.tuning import CHUNK_ALONE
 
 
@@ -118,6 +126,35 @@ def _unit(*angles):
 )
 def test_distinct(embeddings, merge, count):
     assert distinct(embeddings, merge) == count
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "known, near, found",
+    [
+        (["lj"], [(9.0, 10.0)], 1),  # a window near the second voice: heard, and it is no voice found
+        (["lj"], [], 0),  # no window without a voice: no chunk heard
+        (["lj"], [(0.0, 1.0)], 0),  # only the first voice's stretch is near: the second is not embedded
+        (["lj", "ls"], [(9.0, 10.0)], 0),  # the second voice is found already
+    ],
+)
+def test_newcomers(known, near, found):
+    """Real speech: 8 s of LJ Speech's reader, then 2 s of a LibriSpeech speaker, one chunk hearing each alone. The
+    second is a voice of its own when a window near it fits no voice found (cosine under CHUNK_NEW to each)."""
+    from pipeline.media.audio import load_audio
+    from pipeline.speakers.embeddings import SpeakerEncoder
+
+    lj = load_audio(clip_path("en_ljs_LJ001-0001"))[: 8 * 16000]
+    ls = load_audio(clip_path("en_ls_1995-1837-0001"))[: 2 * 16000]
+    audio = np.concatenate([lj, ls])
+    switch = int(round((8.0 - CENTRE) / HOP))
+    segmented = _chunks(int(10 / HOP) + 1, (0, [(0, 0, switch), (1, switch, int(10 / HOP) - 2)], int(10 / HOP)))
+    encoder = SpeakerEncoder(threads=2)
+    voices = np.stack([encoder.embed({"lj": lj, "ls": ls}[k]) for k in known])
+    new = newcomers(segmented, audio, encoder, voices, near=near)
+    assert len(new) == found
+    if found:
+        assert float((new @ encoder.embed(ls))[0]) > 0.5 > float((new @ voices.T).max())
 
 
 @pytest.mark.slow
