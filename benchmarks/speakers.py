@@ -508,10 +508,10 @@ def separation(rec: Recording, spans: list, embeddings: np.ndarray) -> tuple[flo
 
 
 def print_recordings(recs: list[Recording], run: Run) -> None:
-    print("\n| recording | min | voices (* says little) | turns | under 1 s | least share | overlapped | "
+    print("\n| recording | min | voices (* says little) | turns | under 1 s | least share | least alone | overlapped | "
           "speakers found / true | DER | missed | false alarm | confusion | DER, overlap skipped | "
           "speech to its speaker |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for rec in recs:
         parts, skipped = run.parts[rec.name]
         total = parts["total"]
@@ -522,9 +522,12 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
             said[v] += b - a
         least = min(said.values()) / sum(said.values())
         reference, _, _ = annotations(rec, [])
-        overlapped = reference.get_overlap().duration() / reference.get_timeline().support().duration()
+        overlap = reference.get_overlap()
+        overlapped = overlap.duration() / reference.get_timeline().support().duration()
+        # (the least any voice says with nobody else: what an encoder of one voice's speech can hear of it)
+        alone = min(reference.label_timeline(v).support().extrude(overlap).duration() for v in reference.labels())
         print(f"| {rec.name} | {rec.duration / 60:.1f} | {names} | {len(lengths)} | "
-              f"{100 * np.mean(lengths < 1):.0f} % | {100 * least:.1f} % | {100 * overlapped:.0f} % | "
+              f"{100 * np.mean(lengths < 1):.0f} % | {100 * least:.1f} % | {alone:.1f} s | {100 * overlapped:.0f} % | "
               f"{run.found[rec.name]} / {len(rec.voices)} | {100 * parts['diarization error rate']:.1f} % | "
               f"{100 * parts['missed detection'] / total:.1f} % | {100 * parts['false alarm'] / total:.1f} % | "
               f"{100 * parts['confusion'] / total:.1f} % | {100 * skipped['diarization error rate']:.1f} % | "
