@@ -159,11 +159,12 @@ CHANGE_WITHIN = 0.05
 # change of microphone). Larger: a voice that says little is not counted; smaller: one voice counts twice.
 CHUNK_ALONE = 0.5
 CHUNK_MERGE = 0.5
-# A voice the windows lost (newcomers): windows whose best cosine to the voices found is under TURN_STRAY send the
-# chunks they lie in to be heard; a talker heard alone there under CHUNK_NEW to every voice is a voice of its own.
-# Larger: one voice's short stretch counts twice; smaller: a voice that says little stays lost.
+# Cosine under which a few windows or a chunk's talker, to every voice found, are a voice of their own: a spectral
+# cluster under TURN_MIN_CLUSTER windows (but TURN_MIN_SHARE of them) in voice_count, a talker a chunk hears alone
+# where windows are under TURN_STRAY to every voice (newcomers). Larger: one voice's short stretch counts twice;
+# smaller: a voice that says a sentence or two stays lost.
+VOICE_APART = 0.25
 TURN_STRAY = 0.4
-CHUNK_NEW = 0.25
 
 # --- speaker labels in the cues (pipeline/subtitles/formats.py) ---
 
@@ -279,7 +280,8 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
     "CHANGE_WITHIN": ("tests/speakers/test_changes.py::test_change_points",),
     "CHUNK_ALONE": ("tests/speakers/test_changes.py::test_heard_alone",),
     "CHUNK_MERGE": ("tests/speakers/test_changes.py::test_distinct",),
-    "CHUNK_NEW": (
+    "VOICE_APART": (
+        f"{_K}::test_voice_count",
         "tests/speakers/test_changes.py::test_newcomers",
         f"{_T}::test_a_voice_that_says_one_sentence_is_a_speaker",
     ),

