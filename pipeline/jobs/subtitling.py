@@ -63,9 +63,11 @@ def subtitle_audio(
             progress(1.0)
         with stage("speakers"):  # (what is left of them when the decoding is done)
             found = turns.result()
-            voices, heard = len({t.speaker for t in found.turns}), tuple(found.heard)
+            labelled, heard = with_speakers(collected, found.turns), tuple(found.heard)
+            # (the voices that say something: a turn over music or noise where whisper heard no word is no voice)
+            voices = len(speaking(labelled)) if collected else len({t.speaker for t in found.turns})
             if voices > 1 or speakers.speakers is not None:  # (one voice found: no labels to show)
-                collected = with_speakers(collected, found.turns)
+                collected = labelled
     if rules is not None:
         cues = to_cues(collected, rules, cjk=info.language in CJK_LANGUAGES)
     else:
@@ -115,6 +117,12 @@ def with_speakers(segments: Sequence[Segment], turns: Sequence[Turn]) -> list[Se
         else:
             out.append(replace(seg, speaker=next(of_bare)))
     return out
+
+
+def speaking(segments: Sequence[Segment]) -> set[str]:
+    """The speakers of the words (of a segment without words, its own): who says something in the subtitles."""
+    said = {w.speaker for seg in segments for w in seg.words or ()} | {s.speaker for s in segments if not s.words}
+    return {name for name in said if name is not None}
 
 
 def whole_sentences(words: Sequence[Word], speakers: Sequence[str | None]) -> list[str | None]:

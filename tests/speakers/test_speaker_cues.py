@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pipeline.asr.results import Word
-from pipeline.jobs.subtitling import whole_sentences
+from pipeline.asr.results import Segment, Word
+from pipeline.jobs.subtitling import speaking, whole_sentences
 from pipeline.media.video import Style, to_ass
 from pipeline.speakers.turns import Turn, speakers_of, turn_options
 from pipeline.subtitles.cues import Cue, CueRules, cues_from_words
@@ -384,3 +384,26 @@ def test_speaker_turns_stop_with_a_failed_transcription(ov_model, audio):
     while any(t.name.startswith("speaker-turns") for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [t.name for t in threading.enumerate() if t.name.startswith("speaker-turns")]
+
+
+def _said(*speakers: str | None) -> Segment:
+    """A segment of one word per speaker (None: a segment without words, its own speaker unknown)."""
+    if speakers == (None,):
+        return Segment(0.0, 1.0, "", speaker=None)
+    words = tuple(Word(float(i), i + 0.5, f" w{i}", speaker=name) for i, name in enumerate(speakers))
+    return Segment(0.0, float(len(speakers)), "", words=words, speaker=speakers[0])
+
+
+@pytest.mark.parametrize(
+    ("segments", "expected"),
+    [
+        ([_said("Speaker 1"), _said("Speaker 2")], {"Speaker 1", "Speaker 2"}),
+        ([_said("Speaker 1", "Speaker 1")], {"Speaker 1"}),  # a second voice in the turns that says no word: none
+        ([_said("Speaker 1", "Speaker 2")], {"Speaker 1", "Speaker 2"}),  # a word's speaker, not only its segment's
+        ([Segment(0.0, 1.0, "hm", speaker="Speaker 3"), _said("Speaker 1")], {"Speaker 1", "Speaker 3"}),  # no words
+        ([_said(None), _said(None)], set()),
+        ([], set()),
+    ],
+)
+def test_speaking(segments, expected):
+    assert speaking(segments) == expected
