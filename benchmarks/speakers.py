@@ -419,7 +419,9 @@ def main() -> None:
         given = count = len(rec.voices) if args.given else None
         segmented = segmenter.segment(rec.audio, regions=regions) if spans else None
         if count is None and segmented is not None:  # (at least the most voices a chunk hears, as speaker_turns)
-            count = chunk_voices(segmented, rec.audio, encoder, more_than=clustering.voice_count(embeddings))
+            count = chunk_voices(
+                segmented, rec.audio, encoder, more_than=clustering.voice_count(embeddings), regions=regions
+            )
         took = time.perf_counter() - started
         embed_time += took
         for run in runs:

@@ -129,13 +129,15 @@ def chunk_voices(
     encoder: SpeakerEncoder,
     *,
     more_than: int,
+    regions: Sequence[tuple[float, float]] | None = None,
     stop: threading.Event | None = None,
 ) -> int:
     """The most voices one chunk hears, or `more_than` if no chunk hears more. The model tells apart the talkers of
     one chunk, however alike one room or one phone line makes them sound to the encoder: a meeting's voice that says
     1.6 s in 30 s is too few windows to cluster, but is its own talker in the chunk where it speaks. Each talker heard
     alone for `CHUNK_ALONE` s is embedded from those frames, and talkers of one chunk closer than `CHUNK_MERGE` are
-    one voice (`distinct`). Only chunks with more such talkers than `more_than` are embedded."""
+    one voice (`distinct`). Only chunks with more such talkers than `more_than` are embedded; with speech `regions`
+    (seconds), only the frames within them (music or noise the detector left out is no voice)."""
     most = more_than
     for first, active in zip(segmented.starts.tolist(), segmented.active):
         spans = heard_alone(active)
@@ -143,7 +145,7 @@ def chunk_voices(
             continue
         if stop is not None and stop.is_set():
             raise Stopped("speaker turns no longer wanted")
-        embeddings = [e for e in (_talker(first, runs, audio, encoder) for runs in spans) if e is not None]
+        embeddings = [e for e in (_talker(first, runs, audio, encoder, regions) for runs in spans) if e is not None]
         if len(embeddings) > most:
             most = max(most, distinct(np.stack(embeddings)))
     return most
@@ -156,12 +158,14 @@ def newcomers(
     voices: np.ndarray,
     *,
     near: Sequence[tuple[float, float]],
+    regions: Sequence[tuple[float, float]] | None = None,
     stop: threading.Event | None = None,
 ) -> np.ndarray:
     """Voices the windows lost: unit embeddings, one a voice, of the talkers heard alone (`heard_alone`) in chunks
     overlapping the `near` spans (seconds: windows no voice fits) whose embedding is under `VOICE_APART` to every row of
     `voices`; those closer than `CHUNK_MERGE` to each other are one voice. A voice that says a sentence or two has too
-    few windows to be a cluster, and they join the nearest voice, but the chunk where it speaks hears it alone."""
+    few windows to be a cluster, and they join the nearest voice, but the chunk where it speaks hears it alone. Only
+    the frames within speech `regions` are embedded, as in chunk_voices."""
     from scipy.sparse.csgraph import connected_components
 
     found = []
@@ -171,7 +175,7 @@ def newcomers(
         if spans and stop is not None and stop.is_set():
             raise Stopped("speaker turns no longer wanted")
         for runs in spans:
-            embedding = _talker(first, runs, audio, encoder)
+            embedding = _talker(first, runs, audio, encoder, regions)
             if embedding is not None and (voices @ embedding).max() < VOICE_APART:
                 found.append(embedding)
     if not found:
@@ -182,11 +186,17 @@ def newcomers(
     return (means / np.linalg.norm(means, axis=1, keepdims=True)).astype(voices.dtype)
 
 
-def _talker(first: int, runs: list[tuple[int, int]], audio: np.ndarray, encoder: SpeakerEncoder) -> np.ndarray | None:
-    """The embedding of a chunk's (its first frame) talker from the frames it is heard alone, None when those hold
-    under half of CHUNK_ALONE of the audio (frames past its end hold none)."""
+def _talker(
+    first: int, runs: list[tuple[int, int]], audio: np.ndarray, encoder: SpeakerEncoder, regions=None
+) -> np.ndarray | None:
+    """The embedding of a chunk's (its first frame) talker from the frames it is heard alone (within speech
+    `regions`, seconds, if given), None when those hold under half of CHUNK_ALONE of the audio (frames past its end
+    hold none)."""
     bounds = [(_sample_at(first + a), _sample_at(first + b)) for a, b in runs]
-    samples = np.concatenate([audio[x:y] for x, y in bounds])
+    if regions is not None:
+        edges = [(int(a * RATE), int(b * RATE)) for a, b in regions]
+        bounds = [(max(x, a), min(y, b)) for x, y in bounds for a, b in edges if max(x, a) < min(y, b)]
+    samples = np.concatenate([audio[x:y] for x, y in bounds] or [audio[:0]])
     return encoder.embed(samples) if len(samples) >= CHUNK_ALONE * RATE / 2 else None
 
 

@@ -289,7 +289,9 @@ def speaker_turns(
     segmented = segmenter.segment(audio, regions=regions, stop=stop) if segmenter is not None else None
     count = options.speakers
     if count is None and segmented is not None:
-        count = chunk_voices(segmented, audio, encoder, more_than=voice_count(embedded.whole), stop=stop)
+        count = chunk_voices(
+            segmented, audio, encoder, more_than=voice_count(embedded.whole), regions=regions, stop=stop
+        )
     labels = cluster_voices(embedded.whole, count)
     found = placed_turns(
         regions, spans, embedded, labels, audio=audio, encoder=encoder, segmented=segmented,
@@ -320,7 +322,8 @@ def placed_turns(
     voices = centroids(embedded.whole, labels, sorted(set(labels.tolist())))
     if newcomers_too and segmented is not None:
         near = [spans[i] for i in np.flatnonzero((embedded.whole @ voices.T).max(axis=1) < TURN_STRAY).tolist()]
-        voices = np.concatenate([voices, newcomers(segmented, audio, encoder, voices, near=near, stop=stop)])
+        more = newcomers(segmented, audio, encoder, voices, near=near, regions=regions, stop=stop)
+        voices = np.concatenate([voices, more])
     more = voices[labels.max() + 1 :]
     found = turns_of(regions, spans, embedded, labels, step=step, ordered=False, more=more)
     if segmented is not None and len({t.speaker for t in found}) > 1:

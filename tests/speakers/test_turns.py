@@ -239,6 +239,27 @@ def test_a_voice_that_says_one_sentence_is_a_speaker():
     assert len({turn.speaker for turn in turns}) == 4
 
 
+@pytest.mark.slow
+def test_one_voice_with_music_and_noise_between_is_one_speaker():
+    """A LibriVox reader's three clips (real speech), 8-20 s of music after the first and of noise after the third
+    (benchmarks/composition.py's), then the first again. segmentation-3.0 heard the music's edge as a second talker,
+    apart from the voice, the count went to two and the voice was split; only the frames the detector calls speech
+    are embedded to count, and one speaker is found."""
+    from benchmarks.composition import _noise, music
+    from pipeline.asr.vad import VadOptions, speech_map
+    from pipeline.media.audio import load_audio
+    from pipeline.speakers.embeddings import SpeakerEncoder
+    from pipeline.speakers.segmentation import speaker_segmenter
+
+    rng = np.random.default_rng(0)
+    music_, noise = ((f * (0.3 / np.abs(f).max())).astype(np.float32) for f in (music(rng), _noise(rng)))
+    clips = [load_audio(clip_path(f"en_librivox_sas01_08{n}0")) for n in (7, 8, 9)]
+    audio = np.concatenate([clips[0], music_, clips[1], clips[2], noise, clips[0]])
+    regions = speech_map(audio, VadOptions(), 2).regions
+    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), segmenter=speaker_segmenter(2)).turns
+    assert len({turn.speaker for turn in turns}) == 1
+
+
 def _joined(
     order: list[tuple[str, str]], cut: dict[str, float] | None = None
 ) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
