@@ -184,15 +184,11 @@ def test_turn_options_check_the_count(speakers):
 def test_four_voices_found(speakers):
     """Four real voices in eight turns (LJ Speech's reader, a LibriVox reader, JFK, a LibriSpeech speaker), 0.5 s
     apart: found without being told how many, each turn's speech given to one speaker, a different one per voice."""
-    from pipeline.asr.vad import VadOptions, speech_map
-    from pipeline.speakers.embeddings import SpeakerEncoder
-
     order = [("en_ljs_LJ001-0001", "lj"), ("en_librivox_sas01_0870", "sas"), ("en_jfk", "jfk"),
              ("en_ljs_LJ001-0003", "lj"), ("en_librivox_sas01_0880", "sas"), ("en_ls_2412-153948-0000", "ls"),
              ("en_ljs_LJ001-0008", "lj"), ("en_librivox_sas01_0890", "sas")]  # fmt: skip
     audio, spans = _joined(order)
-    regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), options=TurnOptions(speakers=speakers)).turns
+    turns = _turns(audio, speakers=speakers, segmented=False)
     assert _each_voice_its_speaker(turns, spans) == 4
     assert len({turn.speaker for turn in turns}) == 4
 
@@ -204,18 +200,13 @@ def test_seven_voices_of_six_minutes_are_seven_speakers():
     how many: seven speakers, each turn given to one, a different one per voice. Each window's nearest 20 % of
     affinities (59 here) outnumbered the small voices' windows: three speakers were found, LJ Speech's reader and the
     sonnets' one as one."""
-    from pipeline.asr.vad import VadOptions, speech_map
-    from pipeline.speakers.embeddings import SpeakerEncoder
-    from pipeline.speakers.segmentation import speaker_segmenter
-
     lj = [(f"en_ljs_LJ001-00{n:02d}", "lj") for n in (1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 15, 17, 18)]
     order = [("en_librivox_sonnet001", "sonnets"), ("en_ls_2412-153948-0000", "ls2412"), *lj[:5],
              ("en_librivox_sas01_0870", "sas"), ("en_librivox_sonnet002", "sonnets"), ("en_jfk", "jfk"), *lj[5:10],
              ("en_librivox_sas01_0880", "sas"), ("en_mfa_acoustic_corpus", "mfa"), ("en_librivox_sonnet003", "sonnets"),
              ("en_ls_1995-1837-0001", "ls1995"), *lj[10:], ("en_librivox_sas01_0890", "sas")]  # fmt: skip
     audio, spans = _joined(order)
-    regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), segmenter=speaker_segmenter(2)).turns
+    turns = _turns(audio)
     assert _each_voice_its_speaker(turns, spans) == 7
     assert len({turn.speaker for turn in turns}) == 7
 
@@ -225,16 +216,11 @@ def test_a_voice_that_says_one_sentence_is_a_speaker():
     """Three real voices in seven turns (54 s) and a fourth that says one sentence of 2 s in the middle (a LibriSpeech
     speaker): its two windows are too few to be a cluster and joined the nearest voice, three speakers; the chunk of
     segmentation-3.0 that hears it alone finds it a voice of its own."""
-    from pipeline.asr.vad import VadOptions, speech_map
-    from pipeline.speakers.embeddings import SpeakerEncoder
-    from pipeline.speakers.segmentation import speaker_segmenter
-
     order = [("en_ljs_LJ001-0001", "lj"), ("en_librivox_sas01_0870", "sas"), ("en_ls_2412-153948-0000", "ls"),
              ("en_ljs_LJ001-0003", "lj"), ("en_librivox_sas01_0880", "sas"), ("en_ls_1995-1837-0001", "rare"),
              ("en_ljs_LJ001-0008", "lj"), ("en_librivox_sas01_0890", "sas")]  # fmt: skip
     audio, spans = _joined(order, cut={"rare": 2.0})
-    regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), segmenter=speaker_segmenter(2)).turns
+    turns = _turns(audio)
     assert _each_voice_its_speaker(turns, spans) == 4
     assert len({turn.speaker for turn in turns}) == 4
 
@@ -246,18 +232,27 @@ def test_one_voice_with_music_and_noise_between_is_one_speaker():
     apart from the voice, the count went to two and the voice was split; only the frames the detector calls speech
     are embedded to count, and one speaker is found."""
     from benchmarks.composition import _noise, music
-    from pipeline.asr.vad import VadOptions, speech_map
     from pipeline.media.audio import load_audio
-    from pipeline.speakers.embeddings import SpeakerEncoder
-    from pipeline.speakers.segmentation import speaker_segmenter
 
     rng = np.random.default_rng(0)
     music_, noise = ((f * (0.3 / np.abs(f).max())).astype(np.float32) for f in (music(rng), _noise(rng)))
     clips = [load_audio(clip_path(f"en_librivox_sas01_08{n}0")) for n in (7, 8, 9)]
     audio = np.concatenate([clips[0], music_, clips[1], clips[2], noise, clips[0]])
-    regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), segmenter=speaker_segmenter(2)).turns
+    turns = _turns(audio)
     assert len({turn.speaker for turn in turns}) == 1
+
+
+def _turns(audio: np.ndarray, *, speakers: int | None = None, segmented: bool = True) -> list:
+    """speaker_turns' turns of the detector's speech in `audio`, on 2 threads, with segmentation-3.0 unless not
+    `segmented`."""
+    from pipeline.asr.vad import VadOptions, speech_map
+    from pipeline.speakers.embeddings import SpeakerEncoder
+    from pipeline.speakers.segmentation import speaker_segmenter
+
+    regions = speech_map(audio, VadOptions(), 2).regions
+    segmenter = speaker_segmenter(2) if segmented else None
+    options = TurnOptions(speakers=speakers)
+    return speaker_turns(audio, regions, SpeakerEncoder(threads=2), options=options, segmenter=segmenter).turns
 
 
 def _joined(
@@ -303,14 +298,10 @@ def test_a_phone_call_of_two_voices_on_one_line():
     to hers (the speakers matched to the voices by the most time in common) in at least 95 % of it."""
     from conftest import DATA
 
-    from pipeline.asr.vad import VadOptions, speech_map
     from pipeline.media.audio import load_audio
-    from pipeline.speakers.embeddings import SpeakerEncoder
-    from pipeline.speakers.segmentation import speaker_segmenter
 
     audio = load_audio(clip_path("en_pyannote_call"))
-    regions = speech_map(audio, VadOptions(), 2).regions
-    turns = speaker_turns(audio, regions, SpeakerEncoder(threads=2), segmenter=speaker_segmenter(2)).turns
+    turns = _turns(audio)
     assert len({t.speaker for t in turns}) == 2
 
     def speaker_at(t: float) -> int | None:
