@@ -187,7 +187,11 @@ def newcomers(
 
 
 def _talker(
-    first: int, runs: list[tuple[int, int]], audio: np.ndarray, encoder: SpeakerEncoder, regions=None
+    first: int,
+    runs: list[tuple[int, int]],
+    audio: np.ndarray,
+    encoder: SpeakerEncoder,
+    regions: Sequence[tuple[float, float]] | None = None,
 ) -> np.ndarray | None:
     """The embedding of a chunk's (its first frame) talker from the frames it is heard alone (within speech
     `regions`, seconds, if given), None when those hold under half of CHUNK_ALONE of the audio (frames past its end
