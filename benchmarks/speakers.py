@@ -69,7 +69,7 @@ from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
 from pipeline.speakers import clustering, turns  # noqa: E402
 from pipeline.speakers.embeddings import SpeakerEncoder  # noqa: E402
-from pipeline.speakers.segmentation import Segmenter, chunk_voices  # noqa: E402
+from pipeline.speakers.segmentation import Segmenter  # noqa: E402
 from pipeline.tuning import TURN_DISTANCE, TURN_MIN_SHARE, TURN_PART, TURN_PART_HOP, TURN_STEP, TURN_WINDOW  # noqa: E402
 
 DEV_SEEDS = tuple(range(1, 11))
@@ -419,9 +419,7 @@ def main() -> None:
         given = count = len(rec.voices) if args.given else None
         segmented = segmenter.segment(rec.audio, regions=regions) if spans else None
         if count is None and segmented is not None:  # (at least the most voices a chunk hears, as speaker_turns)
-            count = chunk_voices(
-                segmented, rec.audio, encoder, more_than=clustering.voice_count(embeddings), regions=regions
-            )
+            count = turns.voices_counted(embedded, segmented, rec.audio, regions, encoder)
         took = time.perf_counter() - started
         embed_time += took
         for run in runs:

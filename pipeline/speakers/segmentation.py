@@ -10,6 +10,7 @@ lost (`newcomers`).
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -138,14 +139,14 @@ def chunk_voices(
     alone for `CHUNK_ALONE` s is embedded from those frames, and talkers of one chunk closer than `CHUNK_MERGE` are
     one voice (`distinct`). Only chunks with more such talkers than `more_than` are embedded; with speech `regions`
     (seconds), only the frames within them (music or noise the detector left out is no voice)."""
-    most = more_than
+    most, speech = more_than, _in_samples(regions)
     for first, active in zip(segmented.starts.tolist(), segmented.active):
         spans = heard_alone(active)
         if len(spans) <= most:
             continue
         if stop is not None and stop.is_set():
             raise Stopped("speaker turns no longer wanted")
-        embeddings = [e for e in (_talker(first, runs, audio, encoder, regions) for runs in spans) if e is not None]
+        embeddings = [e for e in (_talker(first, runs, audio, encoder, speech) for runs in spans) if e is not None]
         if len(embeddings) > most:
             most = max(most, distinct(np.stack(embeddings)))
     return most
@@ -168,14 +169,15 @@ def newcomers(
     the frames within speech `regions` are embedded, as in chunk_voices."""
     from scipy.sparse.csgraph import connected_components
 
-    found = []
+    found, near, speech = [], _Spans(near), _in_samples(regions)
     for first, active in zip(segmented.starts.tolist(), segmented.active):
-        start, end = first * HOP, first * HOP + CHUNK / RATE
-        spans = [runs for runs in heard_alone(active) if _overlaps(first, runs, near)] if _overlaps_span(start, end, near) else []  # fmt: skip
+        if not near.overlaps(first * HOP, first * HOP + CHUNK / RATE):
+            continue
+        spans = [runs for runs in heard_alone(active) if any(near.overlaps(*_seconds(first, run)) for run in runs)]
         if spans and stop is not None and stop.is_set():
             raise Stopped("speaker turns no longer wanted")
         for runs in spans:
-            embedding = _talker(first, runs, audio, encoder, regions)
+            embedding = _talker(first, runs, audio, encoder, speech)
             if embedding is not None and (voices @ embedding).max() < VOICE_APART:
                 found.append(embedding)
     if not found:
@@ -187,19 +189,14 @@ def newcomers(
 
 
 def _talker(
-    first: int,
-    runs: list[tuple[int, int]],
-    audio: np.ndarray,
-    encoder: SpeakerEncoder,
-    regions: Sequence[tuple[float, float]] | None = None,
+    first: int, runs: list[tuple[int, int]], audio: np.ndarray, encoder: SpeakerEncoder, speech: _Spans | None
 ) -> np.ndarray | None:
-    """The embedding of a chunk's (its first frame) talker from the frames it is heard alone (within speech
-    `regions`, seconds, if given), None when those hold under half of CHUNK_ALONE of the audio (frames past its end
+    """The embedding of a chunk's (its first frame) talker from the frames it is heard alone (within the `speech`
+    spans, in samples, if given), None when those hold under half of CHUNK_ALONE of the audio (frames past its end
     hold none)."""
     bounds = [(_sample_at(first + a), _sample_at(first + b)) for a, b in runs]
-    if regions is not None:
-        edges = [(int(a * RATE), int(b * RATE)) for a, b in regions]
-        bounds = [(max(x, a), min(y, b)) for x, y in bounds for a, b in edges if max(x, a) < min(y, b)]
+    if speech is not None:
+        bounds = [part for x, y in bounds for part in speech.within(x, y)]
     samples = np.concatenate([audio[x:y] for x, y in bounds] or [audio[:0]])
     return encoder.embed(samples) if len(samples) >= CHUNK_ALONE * RATE / 2 else None
 
@@ -209,12 +206,36 @@ def _sample_at(frame: int) -> int:
     return max(int((frame * HOP + CENTRE - HOP / 2) * RATE), 0)
 
 
-def _overlaps(first: int, runs: list[tuple[int, int]], near: Sequence[tuple[float, float]]) -> bool:
-    return any(_overlaps_span(frame_time(first + a) - HOP / 2, frame_time(first + b) - HOP / 2, near) for a, b in runs)
+def _seconds(first: int, run: tuple[int, int]) -> tuple[float, float]:
+    """Where a run of a chunk's (its first frame) frames lies, seconds."""
+    return frame_time(first + run[0]) - HOP / 2, frame_time(first + run[1]) - HOP / 2
 
 
-def _overlaps_span(start: float, end: float, near: Sequence[tuple[float, float]]) -> bool:
-    return any(a < end and start < b for a, b in near)
+def _in_samples(regions: Sequence[tuple[float, float]] | None) -> _Spans | None:
+    return None if regions is None else _Spans([(int(a * RATE), int(b * RATE)) for a, b in regions])
+
+
+class _Spans:
+    """(start, end) spans, sorted, for overlap questions in logarithmic time: a chunk's against an hour's windows."""
+
+    def __init__(self, spans: Sequence[tuple[float, float]]):
+        self.spans = sorted(spans)
+        self.starts = [a for a, _ in self.spans]
+        self.reach = list(itertools.accumulate((b for _, b in self.spans), max))  # the furthest end so far
+
+    def overlaps(self, start: float, end: float) -> bool:
+        i = bisect.bisect_left(self.starts, end)
+        return i > 0 and self.reach[i - 1] > start
+
+    def within(self, start: float, end: float) -> list[tuple[float, float]]:
+        """The parts of (start, end) inside the spans, which must not overlap each other."""
+        out, i = [], bisect.bisect_right(self.reach, start)
+        while i < len(self.spans) and self.spans[i][0] < end:
+            a, b = self.spans[i]
+            if max(start, a) < min(end, b):
+                out.append((max(start, a), min(end, b)))
+            i += 1
+        return out
 
 
 def heard_alone(active: np.ndarray) -> list[list[tuple[int, int]]]:

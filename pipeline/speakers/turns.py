@@ -289,9 +289,7 @@ def speaker_turns(
     segmented = segmenter.segment(audio, regions=regions, stop=stop) if segmenter is not None else None
     count = options.speakers
     if count is None and segmented is not None:
-        count = chunk_voices(
-            segmented, audio, encoder, more_than=voice_count(embedded.whole), regions=regions, stop=stop
-        )
+        count = voices_counted(embedded, segmented, audio, regions, encoder, stop=stop)
     labels = cluster_voices(embedded.whole, count)
     found = placed_turns(
         regions, spans, embedded, labels, audio=audio, encoder=encoder, segmented=segmented,
@@ -300,6 +298,20 @@ def speaker_turns(
     if segmented is None:
         return SpeakerTurns(found, found)
     return SpeakerTurns(found, heard_turns(found, segmented, end=len(audio) / SAMPLE_RATE))
+
+
+def voices_counted(
+    embedded: Embedded,
+    segmented: Segmented,
+    audio: np.ndarray,
+    regions: list[tuple[float, float]] | tuple,
+    encoder: SpeakerEncoder,
+    *,
+    stop: threading.Event | None = None,
+) -> int:
+    """How many voices the windows hold (`voice_count`), or more if one chunk of segmentation-3.0 hears more talkers
+    within the speech `regions` (`chunk_voices`)."""
+    return chunk_voices(segmented, audio, encoder, more_than=voice_count(embedded.whole), regions=regions, stop=stop)
 
 
 def placed_turns(

@@ -241,3 +241,28 @@ def test_heard_turns_end_with_the_recording():
     assert heard_turns(_turns((0, 10, 50)), _chunks(300, (0, [(0, 10, 50), (0, 200, 250)], 300)), end=end) == _turns(
         (0, 10, 50)
     )
+
+
+@pytest.mark.parametrize(
+    ("spans", "query", "overlaps", "within"),
+    [
+        ([(0.0, 1.0), (2.0, 3.0)], (1.0, 2.0), False, []),  # between two spans, touching both
+        ([(0.0, 1.0), (2.0, 3.0)], (0.5, 2.5), True, [(0.5, 1.0), (2.0, 2.5)]),
+        ([(2.0, 3.0), (0.0, 1.0)], (2.9, 9.0), True, [(2.9, 3.0)]),  # unsorted spans
+        ([(0.0, 1.0)], (-1.0, 0.0), False, []),
+        ([], (0.0, 1.0), False, []),
+    ],
+)
+def test_spans(spans, query, overlaps, within):
+    from pipeline.speakers.segmentation import _Spans
+
+    found = _Spans(spans)
+    assert found.overlaps(*query) == overlaps
+    assert found.within(*query) == within
+
+
+def test_spans_overlap_a_long_span_that_started_early():
+    """A span reaching past later, shorter ones still counts (the furthest end so far, not the last one's)."""
+    from pipeline.speakers.segmentation import _Spans
+
+    assert _Spans([(0.0, 10.0), (1.0, 2.0)]).overlaps(5.0, 6.0)
