@@ -91,12 +91,13 @@ class CAMLayer(nn.Module):
 
 def segment_means(x: torch.Tensor, length: int = 100) -> torch.Tensor:
     """Each frame's value as the mean of its `length`-frame segment (avg_pool1d(ceil_mode=True) expanded
-    back), by a cumulative sum and two gathers, which export with a dynamic number of frames."""
+    back), by two products with the frames' (T, segments) membership matrix, which export with a dynamic number of
+    frames. (A cumulative sum and two gathers gave the same, but took a third of the network's time on OpenVINO and
+    lost precision at bf16 over long inputs.)"""
     t = torch.arange(x.shape[-1], device=x.device)
-    first = torch.div(t, length, rounding_mode="floor") * length
-    last = torch.clamp(first + length, max=x.shape[-1])
-    sums = torch.cat([torch.zeros_like(x[..., :1]), torch.cumsum(x, dim=-1)], dim=-1)
-    return (torch.index_select(sums, -1, last) - torch.index_select(sums, -1, first)) / (last - first).to(x.dtype)
+    starts = torch.arange(0, x.shape[-1], length, device=x.device)
+    member = ((t[:, None] >= starts[None]) & (t[:, None] < starts[None] + length)).to(x.dtype)
+    return torch.matmul(torch.matmul(x, member) / member.sum(0), member.transpose(0, 1))
 
 
 class DenseTDNNLayer(nn.Module):

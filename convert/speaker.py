@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 WEIGHTS = Path(__file__).parent / "weights" / "campplus.npz"
-EXPORT_VERSION = 2  # bump when the IR changes
+EXPORT_VERSION = 3  # bump when the IR changes
 N_BANKS = 80  # the features' mel banks (pipeline.speakers.embeddings.fbank)
 
 
