@@ -52,5 +52,5 @@ def test_bf16_embeds_as_f32_on_windows_and_whole_clips():
         audio = load_audio(clip_path(clip))
         spans = [(s, s + 1.6) for s in np.arange(0.0, len(audio) / 16000 - 1.6, 1.0)]
         windows = (f32.embed_spans(audio, spans) * bf16.embed_spans(audio, spans)).sum(axis=1)
-        assert windows.min() > 0.995, clip
-        assert f32.embed(audio) @ bf16.embed(audio) > 0.999, clip
+        assert windows.min() > 0.99, clip  # (0.997 and more on the EPYC Zen 5)
+        assert f32.embed(audio) @ bf16.embed(audio) > 0.995, clip  # (0.9997 and more there; 0.87 before)
