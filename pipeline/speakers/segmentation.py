@@ -167,8 +167,6 @@ def newcomers(
     `voices`; those closer than `CHUNK_MERGE` to each other are one voice. A voice that says a sentence or two has too
     few windows to be a cluster, and they join the nearest voice, but the chunk where it speaks hears it alone. Only
     the frames within speech `regions` are embedded, as in chunk_voices."""
-    from scipy.sparse.csgraph import connected_components
-
     found, near, speech = [], _Spans(near), _in_samples(regions)
     for first, active in zip(segmented.starts.tolist(), segmented.active):
         if not near.overlaps(first * HOP, first * HOP + CHUNK / RATE):
@@ -183,8 +181,8 @@ def newcomers(
     if not found:
         return np.zeros((0, voices.shape[1]), voices.dtype)
     found = np.stack(found)
-    parts, labels = connected_components(found @ found.T >= CHUNK_MERGE, directed=False)
-    means = np.stack([found[labels == k].mean(axis=0) for k in range(parts)])
+    labels = grouped(found)
+    means = np.stack([found[labels == k].mean(axis=0) for k in range(labels.max() + 1)])
     return (means / np.linalg.norm(means, axis=1, keepdims=True)).astype(voices.dtype)
 
 
@@ -252,9 +250,14 @@ def heard_alone(active: np.ndarray) -> list[list[tuple[int, int]]]:
 
 
 def distinct(embeddings: np.ndarray, merge: float = CHUNK_MERGE) -> int:
-    """How many voices unit embeddings are, two with a cosine of `merge` or more being one (and so on, transitively:
-    the components of that graph, by SciPy)."""
+    """How many voices unit embeddings are (`grouped`)."""
+    return int(grouped(embeddings, merge).max()) + 1 if len(embeddings) else 0
+
+
+def grouped(embeddings: np.ndarray, merge: float = CHUNK_MERGE) -> np.ndarray:
+    """A voice (0, 1, ...) for each unit embedding, two with a cosine of `merge` or more being one (and so on,
+    transitively: the components of that graph, by SciPy)."""
     from scipy.sparse.csgraph import connected_components
 
     embeddings = np.asarray(embeddings)
-    return int(connected_components(embeddings @ embeddings.T >= merge, directed=False)[0])
+    return connected_components(embeddings @ embeddings.T >= merge, directed=False)[1]

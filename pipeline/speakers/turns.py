@@ -84,19 +84,18 @@ def turns_of(
     resolution: float = TURN_RESOLUTION,
     min_run: float = TURN_MIN_RUN,
     ordered: bool = True,
-    more: np.ndarray | None = None,
+    voices: np.ndarray | None = None,
 ) -> list[Turn]:
-    """The speech regions cut where the speaker changes: each part of a window (`spans`) votes for the voices (means
-    of `labels`, then the rows of `more`: voices no window holds) for its middle half, a step goes to its best mean
-    vote, runs under `min_run` join a neighbour. Speakers are numbered in the order they first speak, or (not
-    `ordered`) by their labels, those of `more` after the last."""
+    """The speech regions cut where the speaker changes: each part of a window (`spans`) votes for the voices (the
+    rows of `voices`: the means of `labels` in label order, then any voice no window holds; None: those means) for its
+    middle half, a step goes to its best mean vote, runs under `min_run` join a neighbour. Speakers are numbered in the
+    order they first speak, or (not `ordered`) by their labels, the voices no window holds after the last."""
     if not len(spans):
         return []
     speakers = sorted(set(labels.tolist()))
-    voices = centroids(embedded.whole, labels, speakers)
-    if more is not None and len(more):
-        voices = np.concatenate([voices, more])
-        speakers = speakers + list(range(speakers[-1] + 1, speakers[-1] + 1 + len(more)))
+    if voices is None:
+        voices = centroids(embedded.whole, labels, speakers)
+    speakers += list(range(speakers[-1] + 1, speakers[-1] + 1 + len(voices) - len(speakers)))
     counts = [len(embedding_windows([region], step)) for region in regions]
     assert sum(counts) == len(spans), "spans are not embedding_windows(regions, step)"
     region_of = np.repeat(np.arange(len(regions)), counts)
@@ -336,8 +335,7 @@ def placed_turns(
         near = [spans[i] for i in np.flatnonzero((embedded.whole @ voices.T).max(axis=1) < TURN_STRAY).tolist()]
         more = newcomers(segmented, audio, encoder, voices, near=near, regions=regions, stop=stop)
         voices = np.concatenate([voices, more])
-    more = voices[labels.max() + 1 :]
-    found = turns_of(regions, spans, embedded, labels, step=step, ordered=False, more=more)
+    found = turns_of(regions, spans, embedded, labels, step=step, ordered=False, voices=voices)
     if segmented is not None and len({t.speaker for t in found}) > 1:
         found = cut_at_changes(found, regions, change_points(segmented), audio, encoder, voices, stop=stop)
     return _in_order(found)
