@@ -21,6 +21,15 @@ def cpu_config(threads: int) -> dict:
     return {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "ENABLE_CPU_PINNING": False}
 
 
+def blas_on_one_thread() -> None:
+    """The BLAS libraries loaded in this process (numpy's OpenBLAS, SciPy's own) on one thread from now on. Our
+    models' OpenVINO threads already fill the cores; the threads OpenBLAS starts for a product (the speaker turns',
+    the word timing's) only contend with them and spin after it (docs/engine.md, *Threads and pinning*)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def compiled_cache_dir(precision: Precision, threads: int) -> Path:
     """Where OpenVINO keeps compiled blobs for this CPU, precision and thread count. OpenVINO's own cache key leaves
     the precision hint out (a bf16 compile would load the f32 blob of the same IR and crash), and a blob compiled for

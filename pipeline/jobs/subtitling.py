@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.asr.compiled import blas_on_one_thread
 from pipeline.asr.model import OVWhisper
 from pipeline.asr.options import TranscribeOptions
 from pipeline.asr.results import Segment, Word
@@ -38,6 +39,7 @@ def subtitle_audio(
     """The cues of 16 kHz mono audio: whisper's segments, re-cut by `rules` (None: as whisper gives them) and
     cleaned. `on_segment(segment, duration)` sees each segment as soon as it is decoded. With `speakers`, each word
     and cue carries its speaker, and cues are cut where the speaker changes (pipeline/speakers/turns.py)."""
+    blas_on_one_thread()
     if rules is not None:  # cues are cut from timed words
         options = replace(options, word_timestamps=True)
     segments, info = transcribe(audio, model, options, progress)
@@ -98,6 +100,9 @@ def _turns_beside(
 ) -> SpeakerTurns:
     """speaker_turns on a thread of its own, the encoder loaded there too (its time shows beside the decoding's);
     it gives up between two encoder calls once `stop` is set."""
+    import scipy.linalg  # noqa: F401  (the clustering's; it brings its own OpenBLAS, limited here too)
+
+    blas_on_one_thread()
     encoder, segmenter = speaker_encoder(threads), speaker_segmenter(threads)
     return speaker_turns(audio, regions, encoder, options=speakers, segmenter=segmenter, stop=stop)
 
