@@ -1,0 +1,32 @@
+"""The process's BLAS threads once a job has started (pipeline/asr/compiled.py, blas_on_one_thread)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, numpy, scipy.linalg
+from threadpoolctl import threadpool_info
+from pipeline.asr.compiled import blas_on_one_thread
+before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+blas_on_one_thread()
+numpy.ones((300, 300)) @ numpy.ones((300, 300))
+after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+print(json.dumps([before, after]))
+"""
+
+
+def test_numpy_and_scipy_blas_run_on_one_thread():
+    """numpy and SciPy each load an OpenBLAS of their own; both start a thread per core unless told, and those
+    threads contend with OpenVINO's. Two cores, as here and in CI, are enough to see it."""
+    env = {"OPENBLAS_NUM_THREADS": "", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(after) == 2  # numpy's and SciPy's
+    assert after == [1, 1]
+    assert len(before) == 2
