@@ -64,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.composition import FRAME, RUN, load_clips  # noqa: E402
 from benchmarks.conversations import REAL_HELD_OUT, Recording, real_recordings  # noqa: E402
+from pipeline.asr.compiled import blas_on_one_thread  # noqa: E402
 from pipeline.asr.vad import VadOptions, speech_map  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import SAMPLE_RATE  # noqa: E402
@@ -392,6 +393,9 @@ def main() -> None:
             recs, what = [long_conversation(voices, seed) for seed in seeds], f"long recordings, seeds {args.seeds}"
         else:
             recs, what = [conversation(voices, seed) for seed in seeds], f"seeds {args.seeds}"
+    import scipy.linalg  # noqa: F401  (its OpenBLAS, loaded to be limited with numpy's)
+
+    blas_on_one_thread()  # (as a job runs the turns)
     encoder = SpeakerEncoder(args.threads)
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)
