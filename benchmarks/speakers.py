@@ -19,8 +19,8 @@ as a seed's start leaves): one speaker is the right count, the case of an audiob
 
 --panel: four voices speaking in a fixed order, two turns each of 2-6 s, 0.3-1 s apart. --long: 6-10 voices, each
 with all its speech up to 60 s, taking turns as in a conversation (3-7 min: a podcast's or a film's many speakers).
---real [DIR]: the real conversations of benchmarks/conversations.py (seven AMI excerpts and a phone call, fetched
-from PyPI into DIR), and with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns
+--real [DIR]: the real conversations of benchmarks/conversations.py (seven AMI excerpts, a phone call and a radio
+phone-in, fetched from PyPI into DIR), and with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns
 one speaker at a time: the DER is given with the overlap scored and skipped. --rttm scores who speaks when as the RTTM file and the JSON give
 it instead (SpeakerTurns.heard: a second speaker where segmentation-3.0 hears two, the speech the detector missed).
 "Speech to its speaker" is the share of the reference speech outside overlap given to the speaker matched to its
@@ -538,7 +538,8 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
               f"{100 * skipped['correct'] / skipped['total']:.0f} % |")  # fmt: skip
     groups = {"AMI, development": [r for r in recs if r.name.startswith(("dev", "trn", "tst")) and r.name not in
                                    REAL_HELD_OUT],
-              "AMI, held out": [r for r in recs if r.name in REAL_HELD_OUT]}  # fmt: skip
+              "AMI, held out": [r for r in recs if r.name.startswith(("dev", "trn", "tst")) and r.name in
+                                REAL_HELD_OUT]}  # fmt: skip
     groups["AMI"] = groups["AMI, development"] + groups["AMI, held out"]
     rows = [(name, group) for name, group in groups.items() if group]
     if rows:
