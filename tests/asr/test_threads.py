@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +23,12 @@ print(json.dumps([before, after]))
 
 
 def test_numpy_and_scipy_blas_run_on_one_thread():
-    """numpy and SciPy each load an OpenBLAS of their own; both start a thread per core unless told, and those
-    threads contend with OpenVINO's. Two cores, as here and in CI, are enough to see it."""
+    """numpy and SciPy each load an OpenBLAS of their own (one, where a build shares it); each starts a thread per
+    core unless told, and those threads contend with OpenVINO's."""
     env = {"OPENBLAS_NUM_THREADS": "", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     before, after = json.loads(out.stdout.strip().splitlines()[-1])
-    assert len(after) == 2  # numpy's and SciPy's
-    assert after == [1, 1]
-    assert len(before) == 2
+    assert after and len(after) == len(before)
+    assert set(after) == {1}
+    if len(os.sched_getaffinity(0)) > 1:  # (what was limited: a thread per core)
+        assert max(before) > 1
