@@ -17,7 +17,7 @@ FRAME, SHIFT, N_FFT, N_BANKS = 400, 160, 512, 80  # samples, samples, points, ba
 LOW_HZ, HIGH_HZ = 20.0, 8000.0
 PREEMPHASIS = 0.97
 WIDTH = 192  # an embedding's dimensions
-BATCH = 64  # windows per encoder call
+BATCH = 32  # windows per encoder call: half the working memory of 64, as fast a window (docs/speakers.md)
 FRAME_SECONDS = 0.02  # the network's frames, before its pooling: every other fbank frame
 
 
