@@ -393,9 +393,7 @@ def main() -> None:
             recs, what = [long_conversation(voices, seed) for seed in seeds], f"long recordings, seeds {args.seeds}"
         else:
             recs, what = [conversation(voices, seed) for seed in seeds], f"seeds {args.seeds}"
-    import scipy.linalg  # noqa: F401  (its OpenBLAS, loaded to be limited with numpy's)
-
-    blas_on_one_thread()  # (as a job runs the turns)
+    blas_on_one_thread(with_scipy=True)  # (as a job runs the turns)
     encoder = SpeakerEncoder(args.threads)
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
     speech_map(warm, VadOptions(), args.threads)

@@ -21,12 +21,15 @@ def cpu_config(threads: int) -> dict:
     return {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "ENABLE_CPU_PINNING": False}
 
 
-def blas_on_one_thread() -> None:
-    """The BLAS libraries loaded in this process (numpy's OpenBLAS, SciPy's own) on one thread from now on. Our
-    models' OpenVINO threads already fill the cores; the threads OpenBLAS starts for a product (the speaker turns',
-    the word timing's) only contend with them and spin after it (docs/engine.md, *Threads and pinning*)."""
+def blas_on_one_thread(*, with_scipy: bool = False) -> None:
+    """The BLAS libraries loaded in this process (numpy's OpenBLAS; with `with_scipy`, SciPy's own, loaded first) on
+    one thread from now on. Our models' OpenVINO threads already fill the cores; the threads OpenBLAS starts for a
+    product (the speaker turns', the word timing's) only contend with them and spin after it (docs/engine.md,
+    *Threads and pinning*)."""
     from threadpoolctl import threadpool_limits
 
+    if with_scipy:
+        import scipy.linalg  # noqa: F401  (its OpenBLAS is loaded with it)
     threadpool_limits(limits=1, user_api="blas")
 
 

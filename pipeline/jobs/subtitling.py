@@ -100,9 +100,7 @@ def _turns_beside(
 ) -> SpeakerTurns:
     """speaker_turns on a thread of its own, the encoder loaded there too (its time shows beside the decoding's);
     it gives up between two encoder calls once `stop` is set."""
-    import scipy.linalg  # noqa: F401  (the clustering's; it brings its own OpenBLAS, limited here too)
-
-    blas_on_one_thread()
+    blas_on_one_thread(with_scipy=True)  # (the clustering's SciPy)
     encoder, segmenter = speaker_encoder(threads), speaker_segmenter(threads)
     return speaker_turns(audio, regions, encoder, options=speakers, segmenter=segmenter, stop=stop)
 

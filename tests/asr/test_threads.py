@@ -11,11 +11,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
-import json, numpy, scipy.linalg
+import json, numpy
 from threadpoolctl import threadpool_info
 from pipeline.asr.compiled import blas_on_one_thread
+import scipy.linalg
 before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-blas_on_one_thread()
+blas_on_one_thread(with_scipy=True)
 numpy.ones((300, 300)) @ numpy.ones((300, 300))
 after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 print(json.dumps([before, after]))
