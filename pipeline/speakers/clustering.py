@@ -20,6 +20,8 @@ from pipeline.tuning import (
     TURN_MIN_SHARE,
     TURN_MIN_WINDOWS,
     TURN_PRUNE,
+    TURN_SHORT_DISTANCE,
+    TURN_SPECTRAL_FROM,
     VOICE_APART,
 )
 
@@ -77,16 +79,21 @@ def voice_count(embeddings: np.ndarray) -> int:
     gap between the Laplacian's eigenvalues, clusters under `TURN_MIN_CLUSTER` windows folded into the nearest (but
     those apart from every other, `_apart`: a voice that says a sentence or two in a short recording), and
     clusters whose centroids are closer than `TURN_MERGE` merged. The gap is relative to the recording: voices of
-    one room or one phone line, closer together than any fixed threshold allows, still stand apart."""
+    one room or one phone line, closer together than any fixed threshold allows, still stand apart. Under
+    `TURN_SPECTRAL_FROM` windows the gap has too little to stand on (one voice through a phone codec split in two), and
+    average linkage to `TURN_SHORT_DISTANCE` takes the eigengap's place, as 3D-Speaker does with short audio."""
     n = len(embeddings)
     if n < TURN_MIN_WINDOWS:
         return 1
     points = np.asarray(embeddings[_sample(n, TURN_MAX_COUNTED)] if n > TURN_MAX_COUNTED else embeddings, np.float64)
-    values, vectors = _spectrum(points)
-    count = int(np.argmax(np.diff(values))) + 1
-    if count == 1:
-        return 1
-    labels = _kmeans(vectors[:, :count], count)
+    if n < TURN_SPECTRAL_FROM:
+        labels = _agglomerative(points, distance=TURN_SHORT_DISTANCE)
+    else:
+        values, vectors = _spectrum(points)
+        count = int(np.argmax(np.diff(values))) + 1
+        if count == 1:
+            return 1
+        labels = _kmeans(vectors[:, :count], count)
     if np.bincount(labels).max() < TURN_MIN_CLUSTER:  # (no cluster is a voice: one voice, as 3D-Speaker says)
         return 1
     labels = _fold_small(points, labels, TURN_MIN_CLUSTER, keep=_apart(points, labels))

@@ -325,3 +325,23 @@ def test_a_phone_call_of_two_voices_on_one_line():
     common = reference[alone].T.astype(int) @ ours[alone].astype(int)  # voice x speaker: frames in common
     right = max(common[0, 0] + common[1, 1], common[0, 1] + common[1, 0])
     assert right / alone.sum() >= 0.95, f"{right / alone.sum():.0%} of the speech went to its speaker"
+
+
+@pytest.mark.slow
+def test_one_reader_through_a_phone_codec_stays_one_voice():
+    """A real reader (LibriVox, Spanish) cut and joined as the benchmark's one-voice recordings are (seeds 1-10, 26-55
+    s each), through AMR-NB 12.2 kbit/s, as a phone's voice memo: one voice in every one. The codec spreads one
+    voice's windows, and the eigengap on 20-40 windows split four of them in two or three; under
+    TURN_SPECTRAL_FROM windows average linkage counts instead (3D-Speaker's short-audio clustering)."""
+    from conftest import DATA
+
+    from benchmarks.codecs import through
+    from benchmarks.speakers import Voice, monologue, speech_frames
+    from pipeline.media.audio import load_audio
+
+    audio = load_audio(DATA / "codec" / "es_librivox_capitan_veneno.mp3")
+    voice = Voice("veneno", (("veneno", audio, speech_frames(audio)),))
+    found = {
+        seed: len({t.speaker for t in _turns(through(monologue(voice, seed).audio, "amr"))}) for seed in range(1, 11)
+    }
+    assert set(found.values()) == {1}, found
