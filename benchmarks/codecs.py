@@ -40,7 +40,9 @@ def through(audio: np.ndarray, codec: str) -> np.ndarray:
     with tempfile.TemporaryDirectory(prefix="codec-") as folder:
         source, coded = Path(folder) / "in.wav", Path(folder) / f"out{suffix}"
         with wave.open(str(source), "wb") as w:
-            w.setnchannels(1), w.setsampwidth(2), w.setframerate(SAMPLE_RATE)
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(SAMPLE_RATE)
             w.writeframes((np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes())
         subprocess.run(
             [ffmpeg_exe(), "-v", "error", "-y", "-i", str(source), "-ac", "1", *options, str(coded)], check=True

@@ -141,7 +141,8 @@ TURN_MERGE = 0.875
 TURN_MAX_SPEAKERS = 15
 TURN_MIN_WINDOWS = 10
 # Windows from which the count is the eigengap's; fewer are counted by average linkage to this cosine distance
-# (3D-Speaker's cluster_line 40 and its short-audio AHC at cosine 0.4).
+# (3D-Speaker's cluster_line and short-audio AHC). Larger: voices of one room merge in longer recordings, or, the
+# distance, in short ones; smaller: one voice through a phone codec splits.
 TURN_SPECTRAL_FROM = 40
 TURN_SHORT_DISTANCE = 0.6
 # Windows counted at most (spread evenly). Larger: the count's time grows with its cube; smaller: rare voices missed.
