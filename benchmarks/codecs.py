@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -37,16 +36,11 @@ def through(audio: np.ndarray, codec: str) -> np.ndarray:
     """16-kHz mono `audio` encoded by `codec` (CODECS) and decoded back at 16 kHz, cut or padded to its length (an
     encoder's priming and padding are not the recording's)."""
     _, suffix, options = CODECS[codec]
+    pcm = (np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes()
     with tempfile.TemporaryDirectory(prefix="codec-") as folder:
-        source, coded = Path(folder) / "in.wav", Path(folder) / f"out{suffix}"
-        with wave.open(str(source), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(SAMPLE_RATE)
-            w.writeframes((np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes())
-        subprocess.run(
-            [ffmpeg_exe(), "-v", "error", "-y", "-i", str(source), "-ac", "1", *options, str(coded)], check=True
-        )
+        coded = Path(folder) / f"out{suffix}"
+        command = [ffmpeg_exe(), "-v", "error", "-y", "-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-i", "-"]
+        subprocess.run([*command, *options, str(coded)], input=pcm, check=True)
         back = load_audio(coded)
     out = np.zeros(len(audio), np.float32)
     out[: min(len(back), len(audio))] = back[: len(audio)]

@@ -66,7 +66,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.codecs import CODECS, through  # noqa: E402
 from benchmarks.composition import FRAME, RUN, load_clips  # noqa: E402
-from benchmarks.conversations import REAL_HELD_OUT, Recording, real_recordings  # noqa: E402
+from benchmarks.conversations import AMI, REAL_HELD_OUT, Recording, real_recordings  # noqa: E402
 from pipeline.asr.compiled import blas_on_one_thread  # noqa: E402
 from pipeline.asr.vad import VadOptions, speech_map  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
@@ -542,10 +542,8 @@ def print_recordings(recs: list[Recording], run: Run) -> None:
               f"{100 * parts['missed detection'] / total:.1f} % | {100 * parts['false alarm'] / total:.1f} % | "
               f"{100 * parts['confusion'] / total:.1f} % | {100 * skipped['diarization error rate']:.1f} % | "
               f"{100 * skipped['correct'] / skipped['total']:.0f} % |")  # fmt: skip
-    groups = {"AMI, development": [r for r in recs if r.name.startswith(("dev", "trn", "tst")) and r.name not in
-                                   REAL_HELD_OUT],
-              "AMI, held out": [r for r in recs if r.name.startswith(("dev", "trn", "tst")) and r.name in
-                                REAL_HELD_OUT]}  # fmt: skip
+    groups = {"AMI, development": [r for r in recs if r.name in AMI and r.name not in REAL_HELD_OUT],
+              "AMI, held out": [r for r in recs if r.name in AMI and r.name in REAL_HELD_OUT]}  # fmt: skip
     groups["AMI"] = groups["AMI, development"] + groups["AMI, held out"]
     rows = [(name, group) for name, group in groups.items() if group]
     if rows:
