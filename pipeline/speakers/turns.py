@@ -316,7 +316,7 @@ def voices_counted(
     if raised == counted:
         return counted
     # (a raise stands if the windows split into that many stand apart, as the count's own clusters must: a chunk can
-    # hear one reader's two moods as two talkers)
+    # hear one reader's two tones as two talkers)
     return max(counted, distinct_voices(embedded.whole, cluster_voices(embedded.whole, raised)))
 
 
