@@ -100,16 +100,16 @@ def voice_count(embeddings: np.ndarray) -> int:
     return distinct_voices(points, labels)
 
 
-def distinct_voices(points: np.ndarray, labels: np.ndarray, merge: float = TURN_MERGE) -> int:
+def distinct_voices(points: np.ndarray, labels: np.ndarray) -> int:
     """How many of the clusters `labels` stand apart: the two whose centroids are closest merged while their cosine
-    is `merge` or more, as 3D-Speaker merges its clusters (`merge_by_cos`, its recipe's `mer_cos`)."""
+    is `TURN_MERGE` or more, as 3D-Speaker merges its clusters (`merge_by_cos`, its recipe's `mer_cos`)."""
     labels = np.array(labels)
     while len(set(labels.tolist())) > 1:
         found = sorted(set(labels.tolist()))
         voices = centroids(points, labels, found)
         closeness = np.triu(voices @ voices.T, 1)
         i, j = np.unravel_index(np.argmax(closeness), closeness.shape)
-        if closeness[i, j] < merge:
+        if closeness[i, j] < TURN_MERGE:
             break
         labels[labels == found[j]] = found[i]
     return len(set(labels.tolist()))

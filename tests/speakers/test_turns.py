@@ -338,8 +338,8 @@ def test_a_chunk_that_hears_one_reader_as_two_leaves_one_voice():
     from benchmarks.speakers import Voice, monologue, speech_frames
     from pipeline.media.audio import load_audio
 
-    paths = [DATA / "en_librivox_sonnet001.mp3", DATA / "long" / "en_librivox_sonnet002.mp3"]
-    clips = [(p.stem, load_audio(p)) for p in [*paths, DATA / "long" / "en_librivox_sonnet003.mp3"]]
+    paths = [DATA / "en_librivox_sonnet001.mp3", *(DATA / "long" / f"en_librivox_sonnet00{k}.mp3" for k in (2, 3))]
+    clips = [(p.stem, load_audio(p)) for p in paths]
     voice = Voice("sonnets", tuple((name, audio, speech_frames(audio)) for name, audio in clips))
     assert len({t.speaker for t in _turns(monologue(voice, 33).audio)}) == 1
 
