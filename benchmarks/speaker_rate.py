@@ -3,14 +3,15 @@
     python benchmarks/speaker_rate.py [--threads 1] [--passes 10] [--clip tests/data/en_ami_trn06.flac]
 
 CAM++ (pipeline/speakers/embeddings.py) embeds a 1.6-s window for every second of speech; its multiply-adds are
-counted from the IR's convolutions and products at the batch the turns run (32 windows of 160 frames). Each row
+counted from the IR's convolutions and products at the batch the turns run (BATCH windows of 160 frames). Each row
 times that batch (the least of --passes, after one pass not counted) at one inference precision, and one product of
 two 2048 x 2048 matrices on the same threads and precision: the rate this CPU reaches on a plain product, the
 ceiling a network of convolutions can hope to approach. segmentation-3.0 (pipeline/speakers/segmentation.py) is
 timed on the clip's 10-s chunks, 8 at a time, as the turns run it (an LSTM: it does not run at a product's rate).
-The last column is the models' CPU time for a minute of speech: 60 windows and 12 chunks (one every 5 s).
-The windows are the clip's speech (repeated if it is under 33 s); the CPU's model and flags head the table. On 2 cores, compare it with the
-transcription's CPU time: the turns add theirs (docs/speakers.md, *What the targets can reach*).
+The last column is the models' CPU time for a minute of speech: a window every TURN_STEP and a chunk every
+SEGMENT_STEP (60 and 12). The windows are the clip's speech (repeated if it is under 33 s); the CPU's model and flags
+head the table. On 2 cores, compare it with the transcription's CPU time: the turns add theirs (docs/speakers.md,
+*What the targets can reach*).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ import openvino.opset13 as ops  # noqa: E402
 from convert.speaker import ensure_speaker_ir  # noqa: E402
 from pipeline.cpu import cpu  # noqa: E402
 from pipeline.media.audio import load_audio  # noqa: E402
-from pipeline.speakers.embeddings import SAMPLE_RATE, SpeakerEncoder, window_features  # noqa: E402
+from pipeline.speakers.embeddings import BATCH, SAMPLE_RATE, SpeakerEncoder, window_features  # noqa: E402
 from pipeline.speakers.segmentation import Segmenter  # noqa: E402
 from pipeline.speakers.turns import embedding_windows  # noqa: E402
+from pipeline.tuning import SEGMENT_STEP, TURN_STEP  # noqa: E402
 
-BATCH, FRAMES, SIDE = 32, 160, 2048
+SIDE = 2048  # the product's matrices
 
 
 def multiply_adds(model: ov.Model) -> int:
@@ -115,7 +117,7 @@ def main() -> None:
         encoder = SpeakerEncoder(args.threads, precision=precision)
         window = least(lambda e=encoder: e.frames(batch), args.passes) / BATCH
         rate, ceiling = 2 * macs / window / 1e9, product_rate(precision, args.threads, args.passes)
-        minute = 60 * window + 12 * per_chunk
+        minute = 60 / TURN_STEP * window + 60 / SEGMENT_STEP * per_chunk
         print(
             f"| {precision} | {window * 1e3:.2f} | {rate:.0f} | {ceiling:.0f} | {rate / ceiling:.0%} | {minute:.2f} |"
         )
