@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import clip_path
+from conftest import DATA, clip_path
 
 from pipeline.errors import OptionError
 from pipeline.speakers.embeddings import Embedded, part_offsets
@@ -260,8 +260,6 @@ def _joined(
 ) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
     """The clips one after another, 0.5 s apart (a voice's clips cut to its seconds in `cut`), and (start, end, voice)
     of each."""
-    from conftest import DATA
-
     from pipeline.media.audio import load_audio
 
     pieces, spans, t = [], [], 0.0
@@ -296,8 +294,6 @@ def test_a_phone_call_of_two_voices_on_one_line():
     """A real call (pyannote.audio's sample): two women through one telephone channel, closer together than voices
     of two recordings ever are. Both are found, and each frame of speech that the reference gives one of them goes
     to hers (the speakers matched to the voices by the most time in common) in at least 95 % of it."""
-    from conftest import DATA
-
     from pipeline.media.audio import load_audio
 
     audio = load_audio(clip_path("en_pyannote_call"))
@@ -333,8 +329,6 @@ def test_a_chunk_that_hears_one_reader_as_two_leaves_one_voice():
     one-voice recording of seed 33 (174 s): the windows count one voice, but one segmentation chunk hears the reader
     as two talkers (embedded at cosine 0.44). The windows split into two are at cosine 0.85, one voice by TURN_MERGE:
     the raise does not stand. At the parent commit 29 % of the speech went to a second speaker."""
-    from conftest import DATA
-
     from benchmarks.speakers import Voice, monologue, speech_frames
     from pipeline.media.audio import load_audio
 
@@ -350,8 +344,6 @@ def test_one_reader_through_a_phone_codec_stays_one_voice():
     s each), through AMR-NB 12.2 kbit/s, as a phone's voice memo: one voice in every one. The codec spreads one
     voice's windows, and the eigengap on 20-40 windows split four of them in two or three; under
     TURN_SPECTRAL_FROM windows average linkage counts instead (3D-Speaker's short-audio clustering)."""
-    from conftest import DATA
-
     from benchmarks.codecs import through
     from benchmarks.speakers import Voice, monologue, speech_frames
     from pipeline.media.audio import load_audio
